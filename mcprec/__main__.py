@@ -1,0 +1,3 @@
+from mcprec.cli import main
+
+main()

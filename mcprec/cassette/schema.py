@@ -1,0 +1,160 @@
+"""The cassette's SQL schema and its named migrations.
+
+A cassette is one SQLite file. ``meta.format_version`` is the number of migrations it has had;
+``migrations`` lists them by name. A cassette whose format version is higher than
+``FORMAT_VERSION`` was written by a newer mcprec and is refused with a clear message.
+Migrations only ever add: a cassette written by this version opens in every later one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timezone
+
+APPLICATION_ID = 0x6D637072  # "mcpr"
+
+_INITIAL = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE migrations (
+    name       TEXT PRIMARY KEY,
+    applied_at TEXT NOT NULL
+);
+
+-- One recorded conversation between one client and one server.
+CREATE TABLE sessions (
+    id                  INTEGER PRIMARY KEY,
+    name                TEXT NOT NULL UNIQUE,
+    transport           TEXT NOT NULL,            -- stdio | http | sse
+    target              TEXT,                     -- JSON argv (stdio) or URL (http)
+    started_at          TEXT NOT NULL,            -- ISO 8601, UTC
+    ended_at            TEXT,
+    status              TEXT NOT NULL DEFAULT 'recording'
+                        CHECK (status IN ('recording', 'complete', 'incomplete')),
+    exit_code           INTEGER,                  -- the server's exit code (stdio)
+    protocol_version    TEXT,                     -- as agreed in initialize
+    client_info         TEXT,                     -- JSON
+    server_info         TEXT,                     -- JSON
+    client_capabilities TEXT,                     -- JSON
+    server_capabilities TEXT,                     -- JSON
+    instructions        TEXT,
+    tags                TEXT NOT NULL DEFAULT '{}', -- JSON object of user tags
+    mcprec_version      TEXT NOT NULL,
+    recorder_pid        INTEGER,                  -- to repair sessions whose recorder died
+    recorder_host       TEXT
+);
+
+-- Every message, in both directions, in the order it was observed.
+CREATE TABLE messages (
+    id          INTEGER PRIMARY KEY,
+    session_id  INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL,                 -- 0, 1, 2 ... within the session
+    t_ns        INTEGER NOT NULL,                 -- ns since the session started (monotonic)
+    direction   TEXT NOT NULL CHECK (direction IN ('client_to_server', 'server_to_client')),
+    kind        TEXT NOT NULL
+                CHECK (kind IN ('request', 'notification', 'response', 'error', 'batch', 'invalid')),
+    rpc_id      TEXT,                             -- JSON text of the JSON-RPC id
+    method      TEXT,                             -- for a response: the method it answers
+    reply_to    INTEGER,                          -- seq of the request a response answers
+    match_key   TEXT,                             -- hash of method + canonical params (requests)
+    size        INTEGER NOT NULL,                 -- bytes on the wire, without framing
+    raw         BLOB NOT NULL,                    -- the exact bytes, without the framing newline
+    http        TEXT,                             -- JSON: exchange, stream, status, event id, headers
+    UNIQUE (session_id, seq)
+);
+CREATE INDEX messages_by_match ON messages (session_id, method, match_key);
+CREATE INDEX messages_by_reply ON messages (session_id, reply_to);
+
+-- What the server wrote on stderr, line by line.
+CREATE TABLE stderr (
+    id         INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    t_ns       INTEGER NOT NULL,
+    line       TEXT NOT NULL
+);
+CREATE INDEX stderr_by_session ON stderr (session_id, t_ns);
+
+-- Each request with its response and latency.
+CREATE VIEW exchanges AS
+SELECT
+    q.session_id            AS session_id,
+    s.name                  AS session,
+    q.seq                   AS request_seq,
+    r.seq                   AS response_seq,
+    q.direction             AS direction,
+    q.method                AS method,
+    q.rpc_id                AS rpc_id,
+    r.kind                  AS outcome,
+    (r.t_ns - q.t_ns) / 1e6 AS latency_ms,
+    q.raw                   AS request,
+    r.raw                   AS response
+FROM messages q
+JOIN sessions s ON s.id = q.session_id
+LEFT JOIN messages r
+       ON r.session_id = q.session_id AND r.reply_to = q.seq AND r.kind IN ('response', 'error')
+WHERE q.kind = 'request';
+"""
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("0001_initial", _INITIAL),
+]
+
+FORMAT_VERSION = len(MIGRATIONS)
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def read_format_version(conn: sqlite3.Connection) -> int | None:
+    """The cassette's format version, or None when the file holds no mcprec schema yet."""
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    ).fetchone()
+    if not has_meta:
+        return None
+    row = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
+    return int(row[0]) if row else None
+
+
+def migrate(conn: sqlite3.Connection, *, mcprec_version: str) -> None:
+    """Apply the migrations this file lacks. Must run inside a write transaction."""
+    applied = set()
+    if read_format_version(conn) is not None:
+        applied = {r[0] for r in conn.execute("SELECT name FROM migrations")}
+    for name, sql in MIGRATIONS:
+        if name in applied:
+            continue
+        for statement in _statements(sql):
+            conn.execute(statement)
+        conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, now_iso()))
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('format_version', ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (str(FORMAT_VERSION),),
+    )
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('created_by', ?) ON CONFLICT (key) DO NOTHING",
+        (f"mcprec {mcprec_version}",),
+    )
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration script into statements (``executescript`` would commit)."""
+    out, buf = [], []
+    for line in sql.splitlines(keepends=True):
+        buf.append(line)
+        candidate = "".join(buf)
+        if sqlite3.complete_statement(candidate):
+            if candidate.strip():
+                out.append(candidate)
+            buf = []
+    rest = "".join(buf).strip()
+    if rest:
+        out.append(rest)
+    return out

@@ -1,0 +1,384 @@
+"""Opening a cassette, and reading sessions and messages from it.
+
+This package is the only code in mcprec that knows SQL.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .. import __version__
+from ..errors import CassetteError, FormatTooNewError, NotACassetteError, SessionNotFoundError
+from . import schema
+
+BUSY_TIMEOUT_S = 30.0
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else orjson.loads(text)
+
+
+@dataclass(frozen=True)
+class Session:
+    """One recorded conversation (a row of ``sessions``)."""
+
+    id: int
+    name: str
+    transport: str
+    target: Any
+    started_at: str
+    ended_at: str | None
+    status: str
+    exit_code: int | None
+    protocol_version: str | None
+    client_info: Any
+    server_info: Any
+    client_capabilities: Any
+    server_capabilities: Any
+    instructions: str | None
+    tags: dict[str, str]
+    mcprec_version: str
+    message_count: int = 0
+    duration_ns: int = 0
+
+    @property
+    def server_label(self) -> str:
+        info = self.server_info or {}
+        name, version = info.get("name"), info.get("version")
+        return f"{name} {version}" if name and version else (name or "")
+
+    @property
+    def target_label(self) -> str:
+        if isinstance(self.target, list):
+            return " ".join(str(a) for a in self.target)
+        return str(self.target or "")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message as observed on the wire (a row of ``messages``)."""
+
+    id: int
+    session_id: int
+    seq: int
+    t_ns: int
+    direction: str
+    kind: str
+    rpc_id: str | None
+    method: str | None
+    reply_to: int | None
+    match_key: str | None
+    raw: bytes
+    http: dict[str, Any] | None = field(default=None)
+
+    @cached_property
+    def json(self) -> Any:
+        """The parsed message, or None when ``raw`` is not JSON."""
+        try:
+            return orjson.loads(self.raw)
+        except orjson.JSONDecodeError:
+            return None
+
+    @property
+    def size(self) -> int:
+        return len(self.raw)
+
+
+@dataclass(frozen=True)
+class StderrLine:
+    t_ns: int
+    line: str
+
+
+_SESSION_COLUMNS = (
+    "s.id, s.name, s.transport, s.target, s.started_at, s.ended_at, s.status, s.exit_code, "
+    "s.protocol_version, s.client_info, s.server_info, s.client_capabilities, "
+    "s.server_capabilities, s.instructions, s.tags, s.mcprec_version"
+)
+_SESSION_STATS = (
+    "(SELECT count(*) FROM messages m WHERE m.session_id = s.id), "
+    "(SELECT coalesce(max(m.t_ns), 0) FROM messages m WHERE m.session_id = s.id)"
+)
+_MESSAGE_COLUMNS = (
+    "id, session_id, seq, t_ns, direction, kind, rpc_id, method, reply_to, match_key, raw, http"
+)
+
+
+def _session(row: tuple[Any, ...]) -> Session:
+    (id_, name, transport, target, started, ended, status, exit_code, pv, ci, si, cc, sc, instr,
+     tags, version, count, duration) = row
+    return Session(
+        id_, name, transport, _loads(target), started, ended, status, exit_code, pv, _loads(ci),
+        _loads(si), _loads(cc), _loads(sc), instr, _loads(tags) or {}, version, count, duration,
+    )
+
+
+def message_from_row(row: tuple[Any, ...]) -> Message:
+    *head, raw, http = row
+    return Message(*head, bytes(raw), _loads(http))
+
+
+def connect(path: str | os.PathLike[str], *, create: bool = False) -> sqlite3.Connection:
+    """Open a cassette's SQLite connection, creating and migrating the schema as needed.
+
+    The connection is in autocommit mode; writers wrap their work in ``BEGIN IMMEDIATE``.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise CassetteError(f"{path} is a directory, not a cassette file")
+    if not path.exists():
+        if not create:
+            raise CassetteError(
+                f"no cassette at {path}; record one with `mcprec record -c {path} -- SERVER...`"
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # owner-only: cassettes hold private traffic
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            pass
+    try:
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as e:
+        raise CassetteError(f"cannot open cassette {path}: {e}") from e
+    try:
+        _prepare(conn, path, create=create)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _prepare(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
+    try:
+        version = schema.read_format_version(conn)
+        if version is None:
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if tables:
+                raise NotACassetteError(
+                    f"{path} is a SQLite database but not an mcprec cassette (no meta table)"
+                )
+            if not create:
+                raise CassetteError(f"{path} is an empty file, not a cassette; nothing recorded yet")
+        elif version > schema.FORMAT_VERSION:
+            raise FormatTooNewError(
+                f"{path} was written by a newer mcprec (cassette format {version}; this mcprec "
+                f"{__version__} reads up to {schema.FORMAT_VERSION}); upgrade mcprec to read it"
+            )
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if version is None or version < schema.FORMAT_VERSION:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if (schema.read_format_version(conn) or 0) < schema.FORMAT_VERSION:
+                    schema.migrate(conn, mcprec_version=__version__)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        _repair_abandoned(conn)
+    except sqlite3.DatabaseError as e:
+        msg = str(e)
+        if "not a database" in msg or "malformed" in msg:
+            raise NotACassetteError(
+                f"{path} is not an mcprec cassette (not a SQLite database, or corrupt: {msg})"
+            ) from e
+        if "readonly" in msg or "read-only" in msg:
+            raise CassetteError(f"cassette {path} is read-only: {msg}") from e
+        raise CassetteError(f"cannot open cassette {path}: {msg}") from e
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _repair_abandoned(conn: sqlite3.Connection) -> None:
+    """Mark sessions whose recorder on this host died (kill -9, power loss) as incomplete."""
+    host = socket.gethostname()
+    rows = conn.execute(
+        "SELECT id, recorder_pid, recorder_host FROM sessions WHERE status = 'recording'"
+    ).fetchall()
+    dead = [r[0] for r in rows if r[2] == host and r[1] and not _pid_alive(r[1])]
+    if not dead:
+        return
+    try:
+        conn.executemany(
+            "UPDATE sessions SET status = 'incomplete', ended_at = coalesce(ended_at, ?) "
+            "WHERE id = ? AND status = 'recording'",
+            [(schema.now_iso(), i) for i in dead],
+        )
+    except sqlite3.OperationalError:  # read-only or busy: repair next time
+        pass
+
+
+class Cassette:
+    """An open cassette: ``with Cassette.open(path) as c: for s in c.sessions(): ...``."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self._conn = conn
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, create: bool = False) -> Cassette:
+        return cls(Path(path), connect(path, create=create))
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Cassette:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        return self._conn
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    def sessions(self) -> list[Session]:
+        """All sessions, oldest first."""
+        rows = self._conn.execute(
+            f"SELECT {_SESSION_COLUMNS}, {_SESSION_STATS} FROM sessions s ORDER BY s.id"
+        ).fetchall()
+        return [_session(r) for r in rows]
+
+    def session(self, name: str | None = None) -> Session:
+        """The session called ``name``, or the latest one when ``name`` is None."""
+        if name is None:
+            row = self._conn.execute(
+                f"SELECT {_SESSION_COLUMNS}, {_SESSION_STATS} FROM sessions s "
+                "ORDER BY s.id DESC LIMIT 1"
+            ).fetchone()
+            if row is None:
+                raise SessionNotFoundError(f"cassette {self.path} holds no sessions yet")
+            return _session(row)
+        row = self._conn.execute(
+            f"SELECT {_SESSION_COLUMNS}, {_SESSION_STATS} FROM sessions s WHERE s.name = ?",
+            (name,),
+        ).fetchone()
+        if row is None:
+            names = [r[0] for r in self._conn.execute("SELECT name FROM sessions ORDER BY id")]
+            hint = ", ".join(names[-5:]) if names else "none"
+            raise SessionNotFoundError(
+                f"cassette {self.path} has no session {name!r} (sessions: {hint}); "
+                f"see `mcprec sessions {self.path}`"
+            )
+        return _session(row)
+
+    def create_session(
+        self,
+        name: str,
+        *,
+        transport: str,
+        target: Any,
+        tags: dict[str, str] | None = None,
+        started_at: str | None = None,
+        recorder_pid: int | None = None,
+    ) -> Session:
+        """Insert a new session row (status ``recording``) and return it."""
+        try:
+            self._conn.execute(
+                "INSERT INTO sessions (name, transport, target, started_at, tags, mcprec_version, "
+                "recorder_pid, recorder_host) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    name, transport, orjson.dumps(target).decode(), started_at or schema.now_iso(),
+                    orjson.dumps(tags or {}).decode(), __version__, recorder_pid,
+                    socket.gethostname() if recorder_pid else None,
+                ),
+            )
+        except sqlite3.IntegrityError as e:
+            raise CassetteError(
+                f"cassette {self.path} already has a session named {name!r}; choose another "
+                "--session name"
+            ) from e
+        except sqlite3.OperationalError as e:
+            raise CassetteError(f"cannot write to cassette {self.path}: {e}") from e
+        return self.session(name)
+
+    _UPDATABLE = frozenset({
+        "ended_at", "status", "exit_code", "protocol_version", "client_info", "server_info",
+        "client_capabilities", "server_capabilities", "instructions", "tags", "mcprec_version",
+    })
+
+    def update_session(self, session: Session, **fields: Any) -> None:
+        """Set session columns; JSON-valued ones may be given as Python values."""
+        unknown = set(fields) - self._UPDATABLE
+        if unknown:
+            raise ValueError(f"not updatable session fields: {sorted(unknown)}")
+        items = [(k, v) for k, v in fields.items() if v is not None]
+        if not items:
+            return
+        cols = ", ".join(f"{k} = ?" for k, _ in items)
+        args = [v if isinstance(v, (str, int)) else orjson.dumps(v).decode() for _, v in items]
+        self._conn.execute(f"UPDATE sessions SET {cols} WHERE id = ?", (*args, session.id))
+
+    def delete_session(self, name: str) -> None:
+        session = self.session(name)
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._conn.execute("DELETE FROM messages WHERE session_id = ?", (session.id,))
+            self._conn.execute("DELETE FROM stderr WHERE session_id = ?", (session.id,))
+            self._conn.execute("DELETE FROM sessions WHERE id = ?", (session.id,))
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
+    # --- messages ---------------------------------------------------------------------------
+
+    def messages(
+        self,
+        session: Session | str | None = None,
+        *,
+        kinds: tuple[str, ...] | None = None,
+        after_seq: int = -1,
+    ) -> Iterator[Message]:
+        """The session's messages in the order they were observed."""
+        s = session if isinstance(session, Session) else self.session(session)
+        sql = f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ?"
+        args: list[Any] = [s.id, after_seq]
+        if kinds:
+            sql += f" AND kind IN ({', '.join('?' * len(kinds))})"
+            args.extend(kinds)
+        sql += " ORDER BY seq"
+        for row in self._conn.execute(sql, args):
+            yield message_from_row(row)
+
+    def message(self, session: Session, seq: int) -> Message | None:
+        row = self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq = ?",
+            (session.id, seq),
+        ).fetchone()
+        return message_from_row(row) if row else None
+
+    def stderr(self, session: Session | str | None = None) -> Iterator[StderrLine]:
+        s = session if isinstance(session, Session) else self.session(session)
+        for t_ns, line in self._conn.execute(
+            "SELECT t_ns, line FROM stderr WHERE session_id = ? ORDER BY id", (s.id,)
+        ):
+            yield StderrLine(t_ns, line)
+
+
+def open_cassette(path: str | os.PathLike[str], *, create: bool = False) -> Cassette:
+    """Open a cassette for reading (and, with ``create=True``, make it if missing)."""
+    return Cassette.open(path, create=create)

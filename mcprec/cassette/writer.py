@@ -1,0 +1,270 @@
+"""The batched background writer that records one session.
+
+The forwarding path only calls ``message()`` / ``stderr_line()``, which put a tuple on a queue
+(no parsing, no SQL). A writer thread drains the queue, classifies and pairs messages, and commits
+them in transactions capped by count and by bytes. Batches form by themselves: while one commits,
+the next accumulates, so an idle tap commits each message at once and a busy one commits in bulk.
+``close()`` flushes everything on every exit path.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from .. import wire
+from . import schema
+from .store import Cassette, Session
+
+MAX_BATCH_MESSAGES = 2000
+MAX_BATCH_BYTES = 8 * 1024 * 1024
+
+_MESSAGE = 0
+_STDERR = 1
+_STOP = 2
+_SYNC = 3
+
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (session_id, seq, t_ns, direction, kind, rpc_id, method, reply_to, "
+    "match_key, size, raw, http) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+Redactor = Callable[[bytes, str], bytes]
+"""Takes the raw bytes of a message and its direction; returns what may be stored."""
+
+
+class SessionWriter:
+    """Records one session into a cassette from a background thread.
+
+    Thread-safe producers: ``message`` and ``stderr_line`` may be called from any thread.
+    """
+
+    def __init__(
+        self,
+        cassette: Cassette,
+        session: Session,
+        *,
+        redact: Redactor | None = None,
+        clock_start_ns: int | None = None,
+        first_seq: int = 0,
+        own_cassette: bool = True,
+    ) -> None:
+        self.cassette = cassette
+        self.session = session
+        self.start_ns = clock_start_ns if clock_start_ns is not None else time.monotonic_ns()
+        self.error: BaseException | None = None
+        self.count = 0
+        self._redact = redact
+        self._conn = cassette.connection
+        self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._seq = first_seq
+        # (direction of the request, id text) -> (seq, method) of requests awaiting an answer
+        self._pending: dict[tuple[str, str], tuple[int, str]] = {}
+        self._meta: dict[str, Any] = {}
+        self._closed = False
+        self._own_cassette = own_cassette
+        self._thread = threading.Thread(target=self._run, name="mcprec-writer", daemon=True)
+        self._thread.start()
+
+    # --- producers (hot path) ---------------------------------------------------------------
+
+    def now(self) -> int:
+        return time.monotonic_ns() - self.start_ns
+
+    def message(
+        self, direction: str, raw: bytes, t_ns: int | None = None, http: dict[str, Any] | None = None
+    ) -> None:
+        self._queue.put(
+            (_MESSAGE, direction, time.monotonic_ns() - self.start_ns if t_ns is None else t_ns,
+             raw, http)
+        )
+
+    def stderr_line(self, line: bytes, t_ns: int | None = None) -> None:
+        self._queue.put((_STDERR, t_ns if t_ns is not None else self.now(), line))
+
+    def sync(self, timeout: float | None = None) -> bool:
+        """Block until everything queued so far is committed (used by ``--durable``)."""
+        done = threading.Event()
+        self._queue.put((_SYNC, done))
+        return done.wait(timeout)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:
+        """Flush every queued message and mark the session ended. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put((_STOP,))
+        self._thread.join()
+        try:
+            self._conn.execute(
+                "UPDATE sessions SET ended_at = ?, status = ?, exit_code = ? WHERE id = ?",
+                (schema.now_iso(), status, exit_code, self.session.id),
+            )
+        except sqlite3.Error as e:
+            self.error = self.error or e
+        if self._own_cassette:
+            self.cassette.close()
+
+    # --- writer thread ----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        q = self._queue
+        while True:
+            item = q.get()
+            batch = [item]
+            size = len(item[3]) if item[0] == _MESSAGE else 0
+            stop = item[0] == _STOP
+            while not stop and len(batch) < MAX_BATCH_MESSAGES and size < MAX_BATCH_BYTES:
+                try:
+                    item = q.get_nowait()
+                except queue.Empty:
+                    break
+                batch.append(item)
+                if item[0] == _MESSAGE:
+                    size += len(item[3])
+                elif item[0] == _STOP:
+                    stop = True
+            self._commit(batch)
+            for it in batch:
+                if it[0] == _SYNC:
+                    it[1].set()
+            if stop:
+                return
+
+    def _commit(self, batch: list[tuple[Any, ...]]) -> None:
+        rows: list[tuple[Any, ...]] = []
+        errs: list[tuple[Any, ...]] = []
+        sid = self.session.id
+        for item in batch:
+            tag = item[0]
+            if tag == _MESSAGE:
+                rows.append(self._row(sid, item[1], item[2], item[3], item[4]))
+            elif tag == _STDERR:
+                errs.append((sid, item[1], item[2].decode("utf-8", "replace")))
+        if not rows and not errs and not self._meta:
+            return
+        meta, self._meta = self._meta, {}
+        for attempt in range(50):
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    if rows:
+                        self._conn.executemany(_INSERT_MESSAGE, rows)
+                    if errs:
+                        self._conn.executemany(
+                            "INSERT INTO stderr (session_id, t_ns, line) VALUES (?, ?, ?)", errs
+                        )
+                    if meta:
+                        cols = ", ".join(f"{k} = ?" for k in meta)
+                        self._conn.execute(
+                            f"UPDATE sessions SET {cols} WHERE id = ?", (*meta.values(), sid)
+                        )
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self.count += len(rows)
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" in str(e) or "busy" in str(e):
+                    time.sleep(min(0.01 * (attempt + 1), 0.2))
+                    continue
+                self._fail(e)
+                return
+            except sqlite3.Error as e:
+                self._fail(e)
+                return
+        self._fail(sqlite3.OperationalError("database stayed locked"))
+
+    def _fail(self, e: BaseException) -> None:
+        if self.error is None:
+            self.error = e
+            print(
+                f"mcprec: cannot write to cassette {self.cassette.path}: {e}; "
+                "traffic is still forwarded but no longer recorded",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def _row(
+        self, sid: int, direction: str, t_ns: int, raw: bytes, http: dict[str, Any] | None
+    ) -> tuple[Any, ...]:
+        seq = self._seq
+        self._seq += 1
+        c = wire.classify(raw)
+        method, reply_to, key = c.method, None, None
+        if c.kind == wire.REQUEST and c.rpc_id is not None and method is not None:
+            self._pending[(direction, c.rpc_id)] = (seq, method)
+            params = c.obj.get("params")
+            key = wire.match_key(method, params)
+            if method == "initialize" and direction == wire.CLIENT_TO_SERVER:
+                self._note_initialize(params)
+        elif c.kind in (wire.RESPONSE, wire.ERROR) and c.rpc_id is not None:
+            other = (
+                wire.SERVER_TO_CLIENT if direction == wire.CLIENT_TO_SERVER
+                else wire.CLIENT_TO_SERVER
+            )
+            found = self._pending.pop((other, c.rpc_id), None)
+            if found is not None:
+                reply_to, method = found
+                if method in ("initialize", "server/discover") and c.kind == wire.RESPONSE:
+                    self._note_server(c.obj.get("result"))
+        if self._redact is not None:
+            raw = self._redact(raw, direction)
+        http_text = orjson.dumps(http).decode() if http else None
+        return (sid, seq, t_ns, direction, c.kind, c.rpc_id, method, reply_to, key, len(raw), raw,
+                http_text)
+
+    def _note_initialize(self, params: Any) -> None:
+        if not isinstance(params, dict):
+            return
+        self._set_meta("protocol_version", params.get("protocolVersion"), json=False)
+        self._set_meta("client_info", params.get("clientInfo"))
+        self._set_meta("client_capabilities", params.get("capabilities"))
+
+    def _note_server(self, result: Any) -> None:
+        if not isinstance(result, dict):
+            return
+        pv = result.get("protocolVersion")
+        if pv is None and isinstance(result.get("supportedVersions"), list):
+            pv = ",".join(str(v) for v in result["supportedVersions"])
+        self._set_meta("protocol_version", pv, json=False)
+        self._set_meta("server_info", result.get("serverInfo"))
+        self._set_meta("server_capabilities", result.get("capabilities"))
+        self._set_meta("instructions", result.get("instructions"), json=False)
+
+    def _set_meta(self, column: str, value: Any, *, json: bool = True) -> None:
+        if value is None:
+            return
+        self._meta[column] = orjson.dumps(value).decode() if json else str(value)
+
+
+def open_session_writer(
+    path: str | os.PathLike[str],
+    name: str,
+    *,
+    transport: str,
+    target: Any,
+    tags: dict[str, str] | None = None,
+    redact: Redactor | None = None,
+) -> SessionWriter:
+    """Create (or open) the cassette, add a session and start its writer."""
+    cassette = Cassette.open(path, create=True)
+    try:
+        session = cassette.create_session(
+            name, transport=transport, target=target, tags=tags, recorder_pid=os.getpid()
+        )
+    except BaseException:
+        cassette.close()
+        raise
+    return SessionWriter(cassette, session, redact=redact)

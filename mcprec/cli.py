@@ -1,0 +1,213 @@
+"""The ``mcprec`` command line: parses arguments, calls the library, maps errors to exit codes.
+
+Imports of the heavier modules happen inside each command so that every command starts fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from . import __version__
+from .errors import McprecError
+
+
+class McprecCommandError(click.ClickException):
+    """A domain error shown as one line: ``mcprec: <message>``."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"mcprec: {self.format_message()}", err=True)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except McprecError as e:
+            raise McprecCommandError(str(e), e.exit_code) from e
+        except KeyboardInterrupt:
+            raise McprecCommandError("interrupted", 130) from None
+
+
+def _parse_tags(values: tuple[str, ...]) -> dict[str, str]:
+    tags = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {v!r}", param_hint="--tag")
+        tags[key] = value
+    return tags
+
+
+CASSETTE_HELP = "Cassette file (SQLite). Default: $MCPREC_CASSETTE or cassettes/<server>.db."
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mcprec")
+def cli() -> None:
+    """Record, replay and diff Model Context Protocol (MCP) traffic.
+
+    \b
+    Record a stdio server (put mcprec in front of the server command):
+      mcprec record -c cassettes/demo.db -- python server.py
+    Look at what was recorded:
+      mcprec sessions cassettes/demo.db
+      mcprec show cassettes/demo.db
+    """
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-c", "--cassette", type=click.Path(dir_okay=False), envvar="MCPREC_CASSETTE",
+              help=CASSETTE_HELP)
+@click.option("-s", "--session", help="Session name (default: <server>-<time>-<random>).",
+              envvar="MCPREC_SESSION")
+@click.option("-t", "--tag", "tags", multiple=True, metavar="KEY=VALUE",
+              help="Tag the session (repeatable).")
+@click.option("--durable", is_flag=True,
+              help="Commit each message to disk before forwarding it (slower; survives kill -9).")
+@click.option("--exit-timeout", type=float, default=5.0, show_default=True,
+              help="Seconds to wait for the server to exit after the client closes, "
+                   "before terminating it.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def record(cassette: str | None, session: str | None, tags: tuple[str, ...], durable: bool,
+           exit_timeout: float, command: tuple[str, ...]) -> None:
+    """Record a stdio MCP server: run COMMAND behind a transparent tap.
+
+    Point your MCP host at mcprec instead of the server, e.g. in a host's config replace
+    "command": "python", "args": ["server.py"] with
+    "command": "mcprec", "args": ["record", "--", "python", "server.py"].
+    Every byte is forwarded unchanged; every message is recorded with its timing.
+    mcprec exits with the server's exit code.
+    """
+    from .record import record_stdio
+
+    code = record_stdio(list(command), cassette=cassette, session=session,
+                        tags=_parse_tags(tags), durable=durable, exit_timeout=exit_timeout)
+    sys.exit(code)
+
+
+@cli.command()
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def sessions(cassette: str, as_json: bool) -> None:
+    """List the sessions in CASSETTE."""
+    from .cassette import open_cassette
+    from .timeline import format_table, session_dict, session_rows
+
+    with open_cassette(cassette) as c:
+        found = c.sessions()
+    if as_json:
+        import orjson
+
+        click.echo(orjson.dumps([session_dict(s) for s in found], option=orjson.OPT_INDENT_2))
+    elif not found:
+        click.echo(f"{cassette}: no sessions")
+    else:
+        click.echo(format_table(session_rows(found)))
+
+
+@cli.command()
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("session", required=False)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per message (JSON Lines).")
+@click.option("--body/--no-body", default=False, help="Also print each message's text.")
+@click.option("--stderr/--no-stderr", "with_stderr", default=False,
+              help="Also print the server's stderr lines.")
+def show(cassette: str, session: str | None, as_json: bool, body: bool, with_stderr: bool) -> None:
+    """Print the timeline of SESSION (default: the latest) in CASSETTE."""
+    import orjson
+
+    from .cassette import open_cassette
+    from .timeline import format_message_line, human_duration_ns, message_dict, timeline
+
+    color = sys.stdout.isatty() and not as_json
+    with open_cassette(cassette) as c:
+        s = c.session(session)
+        if not as_json:
+            server = s.server_label or "?"
+            click.echo(
+                f"session {s.name}  [{s.status}]  {s.transport}  {s.target_label}\n"
+                f"server {server}  protocol {s.protocol_version or '?'}  "
+                f"{s.message_count} messages  {human_duration_ns(s.duration_ns)}"
+            )
+        for m, latency in timeline(c, s):
+            if as_json:
+                d = message_dict(m, latency)
+                if body:
+                    d["raw"] = m.raw.decode("utf-8", "replace")
+                click.echo(orjson.dumps(d))
+            else:
+                click.echo(format_message_line(m, latency, color=color))
+                if body:
+                    click.echo("        " + m.raw.decode("utf-8", "replace"))
+        if with_stderr:
+            for e in c.stderr(s):
+                if as_json:
+                    click.echo(orjson.dumps({"stderr": e.line, "t_ns": e.t_ns}))
+                else:
+                    click.echo(f"{'':5}  {e.t_ns / 1e6:>10.3f} ms  ! stderr  {e.line}")
+
+
+@cli.command()
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("session", required=False)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              help="Write here instead of stdout.")
+@click.option("--timing/--no-timing", default=True,
+              help="Include timestamps (leave them out for review-friendly diffs).")
+def export(cassette: str, session: str | None, output: str, timing: bool) -> None:
+    """Write CASSETTE (or one SESSION of it) as deterministic JSON Lines.
+
+    Usable as a git textconv driver so cassette changes diff as text:
+    git config diff.mcprec.textconv "mcprec export --no-timing" and, in .gitattributes,
+    cassettes/*.db diff=mcprec
+    """
+    from .cassette import open_cassette
+    from .dump import export_to
+
+    with open_cassette(cassette) as c:
+        chosen = [c.session(session)] if session else c.sessions()
+        if output == "-":
+            export_to(sys.stdout.buffer, c, chosen, timing=timing)
+            sys.stdout.buffer.flush()
+        else:
+            with open(output, "wb") as f:
+                export_to(f, c, chosen, timing=timing)
+
+
+@cli.command("import")
+@click.argument("dump", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.option("--replace", is_flag=True, help="Replace sessions that already exist.")
+def import_(dump: str, cassette: str, replace: bool) -> None:
+    """Read a JSON Lines DUMP (from `mcprec export`) into CASSETTE."""
+    from .dump import import_dump
+
+    if dump == "-":
+        names = import_dump(sys.stdin.buffer, cassette, replace=replace, source="<stdin>")
+    else:
+        try:
+            f = open(dump, "rb")
+        except OSError as e:
+            raise McprecCommandError(f"cannot read {dump}: {e.strerror}") from e
+        with f:
+            names = import_dump(f, cassette, replace=replace, source=dump)
+    click.echo(f"imported {len(names)} session(s) into {cassette}: {', '.join(names)}", err=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="mcprec")
+    except BrokenPipeError:  # e.g. `mcprec show ... | head`
+        sys.stderr.close()
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,169 @@
+"""Export a cassette as deterministic JSON Lines, and import such a dump back.
+
+The dump is stable across runs (same cassette, same bytes out), so it works as a git ``textconv``
+driver: cassette changes show up in review as readable line diffs. Lines:
+
+    {"mcprec_export": 1, "format": N}
+    {"session": {...}}                       one per session, followed by its records:
+    {"m": {"seq": ..., "t_ns": ..., "dir": "c2s"|"s2c", "kind": ..., "raw": "<text>"}}
+    {"stderr": {"t_ns": ..., "line": "..."}}
+
+``raw`` is the message text; bytes that are not UTF-8 go in ``raw_b64`` instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from .cassette import Cassette, Session
+from .cassette.writer import SessionWriter
+from .errors import CassetteError, UsageError
+from .wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
+
+EXPORT_VERSION = 1
+_DIR_SHORT = {CLIENT_TO_SERVER: "c2s", SERVER_TO_CLIENT: "s2c"}
+_DIR_LONG = {v: k for k, v in _DIR_SHORT.items()}
+_SESSION_FIELDS = (
+    "name", "transport", "target", "started_at", "ended_at", "status", "exit_code",
+    "protocol_version", "client_info", "server_info", "client_capabilities",
+    "server_capabilities", "instructions", "tags", "mcprec_version",
+)
+
+
+def _line(obj: Any) -> bytes:
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS) + b"\n"
+
+
+def export_lines(
+    cassette: Cassette, sessions: Iterable[Session], *, timing: bool = True
+) -> Iterator[bytes]:
+    from . import cassette as cassette_mod
+
+    yield _line({"mcprec_export": EXPORT_VERSION, "format": cassette_mod.FORMAT_VERSION})
+    for s in sessions:
+        head = {f: getattr(s, f) for f in _SESSION_FIELDS}
+        if not timing:
+            for f in ("started_at", "ended_at"):
+                head.pop(f)
+        yield _line({"session": head})
+        for m in cassette.messages(s):
+            rec: dict[str, Any] = {"seq": m.seq, "dir": _DIR_SHORT[m.direction], "kind": m.kind}
+            if timing:
+                rec["t_ns"] = m.t_ns
+            try:
+                rec["raw"] = m.raw.decode("utf-8")
+            except UnicodeDecodeError:
+                rec["raw_b64"] = base64.b64encode(m.raw).decode()
+            if m.http:
+                rec["http"] = m.http
+            yield _line({"m": rec})
+        for e in cassette.stderr(s):
+            rec = {"line": e.line}
+            if timing:
+                rec["t_ns"] = e.t_ns
+            yield _line({"stderr": rec})
+
+
+def export_to(out: IO[bytes], cassette: Cassette, sessions: Iterable[Session], *,
+              timing: bool = True) -> None:
+    for line in export_lines(cassette, sessions, timing=timing):
+        out.write(line)
+
+
+def import_dump(
+    lines: Iterable[bytes], path: str | os.PathLike[str], *, replace: bool = False,
+    source: str = "<dump>",
+) -> list[str]:
+    """Read an export into the cassette at ``path`` (created if missing). Returns session names."""
+    cassette = Cassette.open(Path(path), create=True)
+    names: list[str] = []
+    writer: SessionWriter | None = None
+    status: dict[str, Any] = {}
+    try:
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                raise UsageError(f"{source}:{lineno}: not JSON ({e}); is this an mcprec export?")
+            if not isinstance(obj, dict):
+                raise UsageError(f"{source}:{lineno}: expected a JSON object")
+            if "mcprec_export" in obj:
+                if obj["mcprec_export"] > EXPORT_VERSION:
+                    raise UsageError(
+                        f"{source}: export version {obj['mcprec_export']} is newer than this "
+                        "mcprec reads; upgrade mcprec"
+                    )
+            elif "session" in obj:
+                if writer is not None:
+                    _finish(writer, status)
+                writer, status = _start_session(cassette, obj["session"], replace, source, lineno)
+                names.append(writer.session.name)
+            elif "m" in obj or "stderr" in obj:
+                if writer is None:
+                    raise UsageError(f"{source}:{lineno}: a record before any session line")
+                if "m" in obj:
+                    rec = obj["m"]
+                    raw = (
+                        base64.b64decode(rec["raw_b64"]) if "raw_b64" in rec
+                        else rec["raw"].encode("utf-8")
+                    )
+                    direction = _DIR_LONG.get(rec.get("dir", ""))
+                    if direction is None:
+                        raise UsageError(f"{source}:{lineno}: unknown direction {rec.get('dir')!r}")
+                    writer.message(direction, raw, int(rec.get("t_ns", 0)), rec.get("http"))
+                else:
+                    rec = obj["stderr"]
+                    writer.stderr_line(rec["line"].encode("utf-8"), int(rec.get("t_ns", 0)))
+            else:
+                raise UsageError(f"{source}:{lineno}: unknown record {sorted(obj)[:3]}")
+        if writer is not None:
+            _finish(writer, status)
+            writer = None
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, UsageError):
+            raise
+        raise UsageError(f"{source}: malformed export record ({e!r})") from e
+    finally:
+        if writer is not None:
+            writer.close(status="incomplete")
+        cassette.close()
+    return names
+
+
+def _start_session(
+    cassette: Cassette, head: dict[str, Any], replace: bool, source: str, lineno: int
+) -> tuple[SessionWriter, dict[str, Any]]:
+    name = head.get("name")
+    if not isinstance(name, str) or not name:
+        raise UsageError(f"{source}:{lineno}: session line without a name")
+    existing = {s.name for s in cassette.sessions()}
+    if name in existing:
+        if not replace:
+            raise CassetteError(
+                f"cassette {cassette.path} already has a session {name!r}; use --replace"
+            )
+        cassette.delete_session(name)
+    session = cassette.create_session(
+        name, transport=head.get("transport") or "stdio", target=head.get("target"),
+        tags=head.get("tags") or {}, started_at=head.get("started_at"),
+    )
+    writer = SessionWriter(cassette, session, own_cassette=False)
+    return writer, head
+
+
+def _finish(writer: SessionWriter, head: dict[str, Any]) -> None:
+    writer.close(exit_code=head.get("exit_code"), status=head.get("status") or "complete")
+    if writer.error is not None:
+        raise CassetteError(f"import into {writer.cassette.path} failed: {writer.error}")
+    # restore what the original recorder saw, even where the dump's messages were redacted
+    fields = ("ended_at", "protocol_version", "client_info", "server_info",
+              "client_capabilities", "server_capabilities", "instructions", "mcprec_version")
+    writer.cassette.update_session(writer.session, **{f: head.get(f) for f in fields})

@@ -1,0 +1,120 @@
+"""Recording: run a tap between a client and a server and write every message to a cassette."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import secrets
+import shutil
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from .cassette import open_session_writer
+from .cassette.writer import Redactor
+from .errors import McprecError, ServerStartError
+from .transports.stdio import StdioTap
+
+CASSETTE_ENV = "MCPREC_CASSETTE"
+SESSION_ENV = "MCPREC_SESSION"
+CASSETTE_DIR = "cassettes"
+
+_LAUNCHERS = {
+    "python", "python3", "node", "npx", "uv", "uvx", "run", "deno", "bun", "bunx", "pipx",
+    "docker", "exec", "tool", "env",
+}
+
+
+def server_slug(argv: Sequence[str]) -> str:
+    """A short readable name for a server command: ``npx -y @org/server-x`` -> ``server-x``."""
+    for arg in argv:
+        base = os.path.basename(arg)
+        if not base or arg.startswith("-") or "=" in arg:
+            continue
+        name = re.sub(r"\.(py|js|mjs|cjs|ts|exe)$", "", base)
+        if re.fullmatch(r"python[\d.]*|node[\d.]*", name) or name in _LAUNCHERS:
+            continue
+        if name in ("__main__", "index", "main", "server", "dist") and len(argv) > 1:
+            parent = os.path.basename(os.path.dirname(arg.rstrip("/")))
+            name = f"{parent}-{name}" if parent and parent != "." else name
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
+        if slug:
+            return slug[:48]
+    return "session"
+
+
+def default_cassette(argv: Sequence[str]) -> Path:
+    """``$MCPREC_CASSETTE``, or ``cassettes/<server>.db`` under the working directory."""
+    env = os.environ.get(CASSETTE_ENV)
+    if env:
+        return Path(env)
+    return Path(CASSETTE_DIR) / f"{server_slug(argv)}.db"
+
+
+def default_session_name(argv: Sequence[str] | str) -> str:
+    """Unique and readable: ``<server>-20261202-142305-3f9a``."""
+    slug = server_slug(argv) if not isinstance(argv, str) else argv
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return f"{slug}-{stamp}-{secrets.token_hex(2)}"
+
+
+def check_command(argv: Sequence[str]) -> None:
+    """Fail early, before a session is created, when the server command cannot run."""
+    if not argv:
+        raise ServerStartError("no server command given; put it after `--`", exit_code=2)
+    exe = argv[0]
+    if os.sep in exe:
+        if not os.path.exists(exe):
+            raise ServerStartError(f"cannot start server: no such file: {exe}")
+        if os.path.isdir(exe) or not os.access(exe, os.X_OK):
+            raise ServerStartError(f"cannot start server: not executable: {exe}", exit_code=126)
+    elif shutil.which(exe) is None:
+        raise ServerStartError(f"cannot start server: command not found: {exe}")
+
+
+def record_stdio(
+    argv: Sequence[str],
+    *,
+    cassette: str | os.PathLike[str] | None = None,
+    session: str | None = None,
+    tags: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    durable: bool = False,
+    exit_timeout: float = 5.0,
+    redact: Redactor | None = None,
+) -> int:
+    """Run ``argv`` as a stdio MCP server behind a recording tap on this process's stdin/stdout.
+
+    Returns the server's exit code. Every forwarded message is committed before this returns.
+    """
+    check_command(argv)
+    path = Path(cassette) if cassette is not None else default_cassette(argv)
+    name = session or os.environ.get(SESSION_ENV) or default_session_name(argv)
+    writer = open_session_writer(
+        path, name, transport="stdio", target=list(argv), tags=tags, redact=redact
+    )
+    # The writer thread must never hold the interpreter long while a chunk waits to be forwarded.
+    sys.setswitchinterval(0.0005)
+    tap = StdioTap(
+        argv,
+        writer,
+        env=env,
+        cwd=cwd,
+        exit_timeout=exit_timeout,
+        before_forward=(lambda: writer.sync()) if durable else None,
+    )
+    code: int | None = None
+    status = "incomplete"
+    try:
+        code = asyncio.run(tap.run())
+        status = "complete"
+        return code
+    except McprecError:
+        raise
+    finally:
+        writer.close(exit_code=code, status=status)
+        if writer.error is not None and not isinstance(writer.error, McprecError):
+            print(f"mcprec: recording to {path} was incomplete: {writer.error}", file=sys.stderr)

@@ -1,0 +1,478 @@
+"""The stdio tap: a transparent byte pump between our stdin/stdout and a child server.
+
+Forwarding uses asyncio's non-blocking pipe transports directly: each chunk is written on the
+moment it is read (no line buffering, no parsing, no reordering); a ``LineFramer`` beside it cuts
+the same chunks into messages for the recorder. Back-pressure is passed through: when one side
+stops reading, we stop reading from the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import queue
+import signal
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from ..errors import ServerStartError
+from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT, LineFramer
+
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Recorder(Protocol):
+    """What the tap reports to (a ``SessionWriter`` fits)."""
+
+    start_ns: int
+
+    def message(self, direction: str, raw: bytes, t_ns: int | None = None) -> None: ...
+
+    def stderr_line(self, line: bytes, t_ns: int | None = None) -> None: ...
+
+
+class _NullRecorder:
+    def __init__(self) -> None:
+        self.start_ns = time.monotonic_ns()
+
+    def message(self, direction: str, raw: bytes, t_ns: int | None = None) -> None:
+        pass
+
+    def stderr_line(self, line: bytes, t_ns: int | None = None) -> None:
+        pass
+
+
+# --- our own stdin/stdout as asyncio transports ------------------------------------------------
+
+
+class _SyncFileWriter:
+    """A write 'transport' for a regular file on stdout (pipes' transports refuse files)."""
+
+    def __init__(self, fd: int, on_lost: Callable[[BaseException | None], None]) -> None:
+        self._fd = fd
+        self._on_lost = on_lost
+        self._closed = False
+
+    def write(self, data: bytes) -> None:
+        if self._closed:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+        except OSError as e:
+            self._closed = True
+            self._on_lost(e)
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def is_closing(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        self._closed = True
+
+
+class _ReadProto(asyncio.Protocol):
+    def __init__(self, on_data: Callable[[bytes], None], on_eof: Callable[[], None]) -> None:
+        self._on_data = on_data
+        self._on_eof = on_eof
+        self._eof = False
+
+    def data_received(self, data: bytes) -> None:
+        self._on_data(data)
+
+    def eof_received(self) -> bool:
+        self._fire_eof()
+        return False
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._fire_eof()
+
+    def _fire_eof(self) -> None:
+        if not self._eof:
+            self._eof = True
+            self._on_eof()
+
+
+class _WriteProto(asyncio.BaseProtocol):
+    def __init__(self, pause: Callable[[], None], resume: Callable[[], None],
+                 lost: Callable[[BaseException | None], None]) -> None:
+        self._pause, self._resume, self._lost = pause, resume, lost
+        self.closed = asyncio.get_running_loop().create_future()
+
+    def pause_writing(self) -> None:
+        self._pause()
+
+    def resume_writing(self) -> None:
+        self._resume()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+        self._lost(exc)
+
+
+def _is_regular(fd: int) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+class StdioEnds:
+    """Our stdin as a reader and our stdout as a writer, both non-blocking and flow-controlled."""
+
+    def __init__(self) -> None:
+        self.reader: Any = None
+        self.writer: Any = None
+        self._write_proto: _WriteProto | None = None
+        self._restore: list[tuple[int, int]] = []
+        self._reader_thread: threading.Thread | None = None
+        self._stop_reading = threading.Event()
+
+    async def open(
+        self,
+        on_data: Callable[[bytes], None],
+        on_eof: Callable[[], None],
+        pause: Callable[[], None],
+        resume: Callable[[], None],
+        on_lost: Callable[[BaseException | None], None],
+        stdin_fd: int = 0,
+        stdout_fd: int = 1,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        for fd in (stdin_fd, stdout_fd):
+            with contextlib.suppress(OSError):
+                self._restore.append((fd, os.get_blocking(fd)))
+        # stdout first: nothing may be read before there is somewhere to write it
+        if _is_regular(stdout_fd):
+            self.writer = _SyncFileWriter(stdout_fd, on_lost)
+        else:
+            out = os.fdopen(os.dup(stdout_fd), "wb", buffering=0)
+            self.writer, self._write_proto = await loop.connect_write_pipe(
+                lambda: _WriteProto(pause, resume, on_lost), out
+            )
+        if _is_regular(stdin_fd) or not _is_pollable(stdin_fd):
+            self._start_thread_reader(loop, stdin_fd, on_data, on_eof)
+        else:
+            inp = os.fdopen(os.dup(stdin_fd), "rb", buffering=0)
+            self.reader, _ = await loop.connect_read_pipe(lambda: _ReadProto(on_data, on_eof), inp)
+
+    def _start_thread_reader(self, loop: asyncio.AbstractEventLoop, fd: int,
+                             on_data: Callable[[bytes], None], on_eof: Callable[[], None]) -> None:
+        def pump() -> None:
+            try:
+                while not self._stop_reading.is_set():
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        break
+                    loop.call_soon_threadsafe(on_data, chunk)
+            except OSError:
+                pass
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(on_eof)
+
+        self._reader_thread = threading.Thread(target=pump, name="mcprec-stdin", daemon=True)
+        self._reader_thread.start()
+
+    def pause_reading(self) -> None:
+        if self.reader is not None and not self.reader.is_closing():
+            self.reader.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self.reader is not None and not self.reader.is_closing():
+            self.reader.resume_reading()
+
+    def stop_reading(self) -> None:
+        self._stop_reading.set()
+        if self.reader is not None:
+            self.reader.close()
+
+    async def drain_and_close(self, timeout: float) -> None:
+        """Wait (bounded) until everything written has reached stdout, then close it."""
+        w = self.writer
+        if w is None:
+            return
+        if not w.is_closing():
+            w.close()
+        if self._write_proto is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._write_proto.closed), timeout)
+
+    def restore(self) -> None:
+        for fd, blocking in self._restore:
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, blocking)
+
+
+def _is_pollable(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+# --- stderr pass-through -------------------------------------------------------------------
+
+
+class _StderrPassthrough:
+    """Writes the server's stderr to ours from a thread, so a stalled stderr never blocks us."""
+
+    def __init__(self, fd: int = 2) -> None:
+        self._fd = fd
+        self._q: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="mcprec-stderr", daemon=True)
+        self._thread.start()
+
+    def write(self, data: bytes) -> None:
+        self._q.put(data)
+
+    def _run(self) -> None:
+        while (data := self._q.get()) is not None:
+            view = memoryview(data)
+            try:
+                while view:
+                    view = view[os.write(self._fd, view):]
+            except OSError:
+                pass
+
+    def close(self, timeout: float = 1.0) -> None:
+        self._q.put(None)
+        self._thread.join(timeout)
+
+
+# --- the tap ----------------------------------------------------------------------------------
+
+
+class _ChildProto(asyncio.SubprocessProtocol):
+    def __init__(self, tap: StdioTap) -> None:
+        self._tap = tap
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self._tap._server_data(data)
+        else:
+            self._tap._server_stderr(data)
+
+    def pipe_connection_lost(self, fd: int, exc: BaseException | None) -> None:
+        if fd == 1:
+            self._tap._server_stdout_closed()
+        elif fd == 0:
+            self._tap._server_stdin_closed()
+
+    def process_exited(self) -> None:
+        self._tap._server_exited()
+
+    def pause_writing(self) -> None:  # the server's stdin is full: stop reading the client
+        self._tap.client.pause_reading()
+
+    def resume_writing(self) -> None:
+        self._tap.client.resume_reading()
+
+
+class StdioTap:
+    """Relays our stdin/stdout to a server process and reports every message to a recorder."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        recorder: Recorder | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        exit_timeout: float = 5.0,
+        kill_timeout: float = 3.0,
+        stdin_fd: int = 0,
+        stdout_fd: int = 1,
+        stderr_fd: int = 2,
+        before_forward: Callable[[], None] | None = None,
+    ) -> None:
+        if not argv:
+            raise ServerStartError("no server command given; put it after `--`", exit_code=2)
+        self.argv = list(argv)
+        self.recorder = recorder or _NullRecorder()
+        self.env = env
+        self.cwd = cwd
+        self.exit_timeout = exit_timeout
+        self.kill_timeout = kill_timeout
+        self.client = StdioEnds()
+        self._fds = (stdin_fd, stdout_fd, stderr_fd)
+        self._before_forward = before_forward
+        self._start = self.recorder.start_ns
+        self._sent_any = False
+        self._signals: list[int] = []
+        self._exit_handle: asyncio.TimerHandle | None = None
+
+    # -- hot path: server -> client
+    def _server_data(self, data: bytes) -> None:
+        self._sent_any = True
+        self._t_s2c = time.monotonic_ns() - self._start
+        if self._before_forward is not None:
+            self._s2c.feed(data)  # durable: record (and commit) before forwarding
+            self._before_forward()
+            self.client.writer.write(data)
+        else:
+            self.client.writer.write(data)
+            self._s2c.feed(data)
+
+    def _emit_s2c(self, line: bytes, terminated: bool) -> None:
+        self.recorder.message(SERVER_TO_CLIENT, line, self._t_s2c)
+
+    # -- hot path: client -> server
+    def _client_data(self, data: bytes) -> None:
+        self._t_c2s = time.monotonic_ns() - self._start
+        stdin = self._stdin
+        if self._before_forward is not None:
+            self._c2s.feed(data)
+            self._before_forward()
+            if stdin is not None and not stdin.is_closing():
+                stdin.write(data)
+            return
+        if stdin is not None and not stdin.is_closing():
+            stdin.write(data)
+        self._c2s.feed(data)
+
+    def _emit_c2s(self, line: bytes, terminated: bool) -> None:
+        self.recorder.message(CLIENT_TO_SERVER, line, self._t_c2s)
+
+    def _server_stderr(self, data: bytes) -> None:
+        self._errout.write(data)
+        self._t_err = time.monotonic_ns() - self._start
+        self._err.feed(data)
+
+    def _emit_err(self, line: bytes, terminated: bool) -> None:
+        self.recorder.stderr_line(line, self._t_err)
+
+    # -- lifecycle events
+    def _client_eof(self) -> None:
+        self._client_closed = True
+        if self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.close()  # EOF for the server
+        self._arm_exit_timer()
+
+    def _client_lost(self, exc: BaseException | None) -> None:
+        # Our stdout is gone (the client went away): the server can no longer be heard.
+        self.client.stop_reading()
+        self._client_eof()
+
+    def _server_stdin_closed(self) -> None:
+        pass
+
+    def _server_stdout_closed(self) -> None:
+        self._stdout_eof.set()
+
+    def _server_exited(self) -> None:
+        self._exited.set()
+
+    def _arm_exit_timer(self) -> None:
+        if self._exit_handle is None and not self._exited.is_set():
+            loop = asyncio.get_running_loop()
+            self._exit_handle = loop.call_later(self.exit_timeout, self._escalate, signal.SIGTERM)
+
+    def _escalate(self, sig: int) -> None:
+        if self._exited.is_set():
+            return
+        with contextlib.suppress(ProcessLookupError, OSError):
+            self._proc.send_signal(sig)
+        if sig == signal.SIGTERM:
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.kill_timeout, self._escalate, signal.SIGKILL)
+
+    def _on_signal(self, sig: int) -> None:
+        self._signals.append(sig)
+        if self._exited.is_set():
+            return
+        if self._signals.count(sig) > 1 and sig == signal.SIGINT:
+            self._escalate(signal.SIGKILL)  # a second Ctrl-C means now
+            return
+        with contextlib.suppress(ProcessLookupError, OSError):
+            self._proc.send_signal(sig)
+        self._arm_exit_timer()
+
+    async def run(self) -> int:
+        """Run until the server exits; return its exit code (128+N when killed by signal N)."""
+        loop = asyncio.get_running_loop()
+        stdin_fd, stdout_fd, stderr_fd = self._fds
+        self._exited = asyncio.Event()
+        self._stdout_eof = asyncio.Event()
+        self._client_closed = False
+        self._stdin: Any = None
+        self._t_s2c = self._t_c2s = self._t_err = 0
+        self._s2c = LineFramer(self._emit_s2c)
+        self._c2s = LineFramer(self._emit_c2s)
+        self._err = LineFramer(self._emit_err)
+        self._errout = _StderrPassthrough(stderr_fd)
+        try:
+            transport, _ = await loop.subprocess_exec(
+                lambda: _ChildProto(self),
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,  # terminal signals reach us once; we forward them
+            )
+        except FileNotFoundError as e:
+            self._errout.close()
+            raise ServerStartError(f"cannot start server: command not found: {self.argv[0]}") from e
+        except PermissionError as e:
+            self._errout.close()
+            raise ServerStartError(
+                f"cannot start server: permission denied: {self.argv[0]}", exit_code=126
+            ) from e
+        except OSError as e:
+            self._errout.close()
+            raise ServerStartError(f"cannot start server {self.argv[0]}: {e.strerror or e}") from e
+        self._proc = transport
+        self._stdin = transport.get_pipe_transport(0)
+        child_out = transport.get_pipe_transport(1)
+        installed = []
+        for sig in FORWARDED_SIGNALS:
+            with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+                loop.add_signal_handler(sig, self._on_signal, sig)
+                installed.append(sig)
+        try:
+            await self.client.open(
+                self._client_data, self._client_eof,
+                pause=child_out.pause_reading, resume=child_out.resume_reading,
+                on_lost=self._client_lost, stdin_fd=stdin_fd, stdout_fd=stdout_fd,
+            )
+            await self._exited.wait()
+            # the server is gone; collect what it wrote before dying (bounded: a grandchild
+            # may hold its stdout open)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stdout_eof.wait(), 2.0)
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            if self._exit_handle is not None:
+                self._exit_handle.cancel()
+            self.client.stop_reading()
+            self._s2c.close()
+            self._c2s.close()
+            self._err.close()
+            await self.client.drain_and_close(timeout=5.0)
+            self.client.restore()
+            self._errout.close()
+            transport.close()
+        code = transport.get_returncode()
+        if code is None:
+            code = 1
+        if not self._sent_any and code != 0 and not self._client_closed and not self._signals:
+            print(
+                f"mcprec: server {self.argv[0]} exited with code {code} before sending anything "
+                "(its stderr is above)",
+                file=sys.stderr,
+                flush=True,
+            )
+        return 128 - code if code < 0 else code

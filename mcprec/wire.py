@@ -1,0 +1,155 @@
+"""JSON-RPC on the wire: line framing, classification, and the canonical form of a request.
+
+Nothing here raises on garbage: bytes that are not JSON-RPC become a message of kind
+``invalid``, forwarded and recorded as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Callable, Final
+
+import orjson
+
+CLIENT_TO_SERVER: Final = "client_to_server"
+SERVER_TO_CLIENT: Final = "server_to_client"
+DIRECTIONS: Final = (CLIENT_TO_SERVER, SERVER_TO_CLIENT)
+
+REQUEST: Final = "request"
+NOTIFICATION: Final = "notification"
+RESPONSE: Final = "response"
+ERROR: Final = "error"
+BATCH: Final = "batch"
+INVALID: Final = "invalid"
+KINDS: Final = (REQUEST, NOTIFICATION, RESPONSE, ERROR, BATCH, INVALID)
+
+_MISSING: Final = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Classified:
+    """What one message is, as far as JSON-RPC goes."""
+
+    kind: str
+    rpc_id: str | None = None
+    """The JSON text of the id (``1`` and ``"1"`` stay distinct), or None."""
+    method: str | None = None
+    obj: Any = None
+    """The parsed message, or None when it is not JSON."""
+
+
+def classify(raw: bytes) -> Classified:
+    """Classify one framed message; never raises."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return Classified(INVALID)
+    return classify_obj(obj)
+
+
+def classify_obj(obj: Any) -> Classified:
+    """Classify an already-parsed message."""
+    if isinstance(obj, list):
+        return Classified(BATCH, obj=obj) if obj else Classified(INVALID, obj=obj)
+    if not isinstance(obj, dict):
+        return Classified(INVALID, obj=obj)
+    method = obj.get("method")
+    rid = obj.get("id", _MISSING)
+    rpc_id = None if rid is _MISSING else id_text(rid)
+    if isinstance(method, str):
+        if rid is _MISSING:
+            return Classified(NOTIFICATION, None, method, obj)
+        return Classified(REQUEST, rpc_id, method, obj)
+    if "result" in obj and rid is not _MISSING:
+        return Classified(RESPONSE, rpc_id, None, obj)
+    if "error" in obj and rid is not _MISSING:
+        return Classified(ERROR, rpc_id, None, obj)
+    return Classified(INVALID, rpc_id, None, obj)
+
+
+def id_text(rid: Any) -> str:
+    """The canonical JSON text of a JSON-RPC id."""
+    try:
+        return orjson.dumps(rid).decode()
+    except TypeError:  # pragma: no cover - orjson parses only serialisable values
+        return repr(rid)
+
+
+class LineFramer:
+    """Splits a byte stream into newline-delimited messages.
+
+    ``emit(line, terminated)`` gets every line without its ``\\n``; a last line with no newline
+    is emitted by ``close()`` with ``terminated=False``. Kept minimal: it is on the hot path.
+    """
+
+    __slots__ = ("_emit", "_partial")
+
+    def __init__(self, emit: Callable[[bytes, bool], None]) -> None:
+        self._emit = emit
+        self._partial: list[bytes] = []
+
+    def feed(self, data: bytes) -> None:
+        nl = data.find(b"\n")
+        if nl < 0:
+            if data:
+                self._partial.append(data)
+            return
+        emit = self._emit
+        if self._partial:
+            self._partial.append(data[:nl])
+            emit(b"".join(self._partial), True)
+            self._partial.clear()
+        else:
+            emit(data[:nl], True)
+        start = nl + 1
+        nl = data.find(b"\n", start)
+        while nl >= 0:
+            emit(data[start:nl], True)
+            start = nl + 1
+            nl = data.find(b"\n", start)
+        if start < len(data):
+            self._partial.append(data[start:])
+
+    def close(self) -> None:
+        if self._partial:
+            line = b"".join(self._partial)
+            self._partial.clear()
+            self._emit(line, False)
+
+
+def split_lines(data: bytes) -> list[tuple[bytes, bool]]:
+    """All messages in ``data`` as ``(line, terminated)`` pairs (convenience for tests and tools)."""
+    out: list[tuple[bytes, bool]] = []
+    framer = LineFramer(lambda line, term: out.append((line, term)))
+    framer.feed(data)
+    framer.close()
+    return out
+
+
+# --- canonical form -------------------------------------------------------------------------
+
+
+def strip_meta(value: Any) -> Any:
+    """``value`` without any ``_meta`` keys (at any depth); ``_meta`` carries volatile data."""
+    if isinstance(value, dict):
+        return {k: strip_meta(v) for k, v in value.items() if k != "_meta"}
+    if isinstance(value, list):
+        return [strip_meta(v) for v in value]
+    return value
+
+
+def canonical_params(params: Any) -> bytes:
+    """The canonical bytes of request params: ``_meta`` dropped, keys sorted, compact."""
+    if params is None:
+        params = {}
+    return orjson.dumps(strip_meta(params), option=orjson.OPT_SORT_KEYS)
+
+
+def match_key(method: str, params: Any) -> str:
+    """A short stable hash of method + canonical params, indexed in the cassette."""
+    h = hashlib.blake2b(digest_size=10)
+    h.update(method.encode())
+    h.update(b"\0")
+    h.update(canonical_params(params))
+    return h.hexdigest()
