@@ -92,6 +92,63 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
     sys.exit(code)
 
 
+def _timing(value: str) -> float | None:
+    if value == "none":
+        return None
+    if value == "recorded":
+        return 1.0
+    try:
+        scale = float(value)
+    except ValueError:
+        raise click.BadParameter(f"expected none, recorded or a number, got {value!r}",
+                                 param_hint="--timing") from None
+    if scale < 0:
+        raise click.BadParameter("the scale must not be negative", param_hint="--timing")
+    return scale
+
+
+@cli.command()
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.option("-s", "--session", help="Session to replay (default: the latest).",
+              envvar="MCPREC_SESSION")
+@click.option("-m", "--mode", type=click.Choice(["none", "once", "new_episodes", "all"]),
+              default="none", show_default=True, envvar="MCPREC_MODE",
+              help="none: replay only. once: record if missing, else replay. new_episodes: "
+                   "replay, and pass unmatched requests to the server after `--`, appending them. "
+                   "all: always record.")
+@click.option("--timing", default="none", show_default=True, metavar="none|recorded|SCALE",
+              help="Answer at once, with the recorded latencies, or with them scaled.")
+@click.option("--strict-order", is_flag=True,
+              help="Requests must come in exactly the recorded order.")
+@click.option("--ignore", "ignore", multiple=True, metavar="PATH",
+              help="JSON path in requests to ignore when matching, e.g. params.arguments.ts "
+                   "(repeatable; * matches any key).")
+@click.option("--repeat", type=click.Choice(["last", "error"]), default="last", show_default=True,
+              help="When identical requests outnumber the recorded answers: reuse the last, "
+                   "or answer with an error.")
+@click.option("--report", type=click.Path(dir_okay=False),
+              help="Write a JSON report of played/unplayed/unmatched requests here at exit.")
+@click.argument("server", nargs=-1, type=click.UNPROCESSED)
+def replay(cassette: str, session: str | None, mode: str, timing: str, strict_order: bool,
+           ignore: tuple[str, ...], repeat: str, report: str | None,
+           server: tuple[str, ...]) -> None:
+    """Serve a recorded session from CASSETTE as a stdio MCP server.
+
+    Launch `mcprec replay CASSETTE` wherever the client would launch the real server. Requests
+    are matched to recorded ones (method + params, key order and _meta ignored) and answered
+    with the recorded notifications, server requests and response. Give the real server
+    after `--` for the recording modes.
+    """
+    from .matching import MatchOptions
+    from .replay import replay_stdio
+
+    options = MatchOptions(ignore=ignore, strict_order=strict_order,
+                           repeat=repeat)  # type: ignore[arg-type]
+    code = replay_stdio(cassette, session=session, mode=mode, server=list(server),
+                        options=options, timing=_timing(timing), report=report)
+    sys.exit(code)
+
+
 @cli.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")

@@ -127,6 +127,19 @@ def split_lines(data: bytes) -> list[tuple[bytes, bool]]:
     return out
 
 
+def progress_token(params: Any, key: str | None = None) -> str | None:
+    """The JSON text of a progress token: ``params._meta.progressToken`` of a request, or
+    ``params.progressToken`` of a progress notification (``key="progressToken"``)."""
+    if not isinstance(params, dict):
+        return None
+    if key is not None:
+        token = params.get(key)
+    else:
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return None if token is None else id_text(token)
+
+
 # --- canonical form -------------------------------------------------------------------------
 
 

@@ -59,6 +59,8 @@ CREATE TABLE messages (
     rpc_id      TEXT,                             -- JSON text of the JSON-RPC id
     method      TEXT,                             -- for a response: the method it answers
     reply_to    INTEGER,                          -- seq of the request a response answers
+    context_seq INTEGER,                          -- seq of the request being handled when this
+                                                  -- notification or request was sent
     match_key   TEXT,                             -- hash of method + canonical params (requests)
     size        INTEGER NOT NULL,                 -- bytes on the wire, without framing
     raw         BLOB NOT NULL,                    -- the exact bytes, without the framing newline
@@ -67,6 +69,7 @@ CREATE TABLE messages (
 );
 CREATE INDEX messages_by_match ON messages (session_id, method, match_key);
 CREATE INDEX messages_by_reply ON messages (session_id, reply_to);
+CREATE INDEX messages_by_context ON messages (session_id, context_seq);
 
 -- What the server wrote on stderr, line by line.
 CREATE TABLE stderr (

@@ -76,6 +76,7 @@ class Message:
     rpc_id: str | None
     method: str | None
     reply_to: int | None
+    context_seq: int | None
     match_key: str | None
     raw: bytes
     http: dict[str, Any] | None = field(default=None)
@@ -109,7 +110,8 @@ _SESSION_STATS = (
     "(SELECT coalesce(max(m.t_ns), 0) FROM messages m WHERE m.session_id = s.id)"
 )
 _MESSAGE_COLUMNS = (
-    "id, session_id, seq, t_ns, direction, kind, rpc_id, method, reply_to, match_key, raw, http"
+    "id, session_id, seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq, "
+    "match_key, raw, http"
 )
 
 
@@ -370,6 +372,96 @@ class Cassette:
             (session.id, seq),
         ).fetchone()
         return message_from_row(row) if row else None
+
+    # --- replay look-ups (all indexed) -------------------------------------------------------
+
+    def request_seqs(self, session: Session, method: str, match_key: str) -> list[int]:
+        """Seqs of the client's recorded requests with this method and match key, in order."""
+        return [r[0] for r in self._conn.execute(
+            "SELECT seq FROM messages WHERE session_id = ? AND method = ? AND match_key = ? "
+            "AND kind = 'request' AND direction = 'client_to_server' ORDER BY seq",
+            (session.id, method, match_key),
+        )]
+
+    def requests(self, session: Session, method: str) -> list[Message]:
+        """The client's recorded requests of one method, in order."""
+        return [message_from_row(r) for r in self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND method = ? "
+            "AND kind = 'request' AND direction = 'client_to_server' ORDER BY seq",
+            (session.id, method),
+        )]
+
+    def next_request(self, session: Session, after_seq: int) -> Message | None:
+        """The client's first recorded request after ``after_seq``."""
+        row = self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? "
+            "AND kind = 'request' AND direction = 'client_to_server' ORDER BY seq LIMIT 1",
+            (session.id, after_seq),
+        ).fetchone()
+        return message_from_row(row) if row else None
+
+    def count_requests(self, session: Session) -> int:
+        return int(self._conn.execute(
+            "SELECT count(*) FROM messages WHERE session_id = ? AND kind = 'request' "
+            "AND direction = 'client_to_server'", (session.id,),
+        ).fetchone()[0])
+
+    def request_methods(self, session: Session) -> list[str]:
+        return [r[0] for r in self._conn.execute(
+            "SELECT DISTINCT method FROM messages WHERE session_id = ? AND kind = 'request' "
+            "AND direction = 'client_to_server' ORDER BY method", (session.id,),
+        )]
+
+    def handling(self, session: Session, request_seq: int) -> list[Message]:
+        """What the server sent while handling a request, its answer last: notifications and
+        requests sent in its context, and the response or error to it, in recorded order."""
+        return [message_from_row(r) for r in self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? "
+            "AND direction = 'server_to_client' AND context_seq = ? "
+            f"UNION ALL SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? "
+            "AND direction = 'server_to_client' AND reply_to = ? ORDER BY 3",
+            (session.id, request_seq, session.id, request_seq),
+        )]
+
+    def followers(self, session: Session, client_seq: int) -> list[Message]:
+        """Server messages sent on its own (no request being handled) after the client's
+        message ``client_seq`` and before the client's next one; -1 for the start."""
+        nxt = self._conn.execute(
+            "SELECT min(seq) FROM messages WHERE session_id = ? AND seq > ? "
+            "AND direction = 'client_to_server'", (session.id, client_seq),
+        ).fetchone()[0]
+        return [message_from_row(r) for r in self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND seq < ? "
+            "AND direction = 'server_to_client' AND context_seq IS NULL AND reply_to IS NULL "
+            "ORDER BY seq",
+            (session.id, client_seq, nxt if nxt is not None else 1 << 62),
+        )]
+
+    def last_position(self, session: Session) -> tuple[int, int]:
+        """(last seq, last t_ns) of a session; (-1, 0) when it is empty."""
+        row = self._conn.execute(
+            "SELECT coalesce(max(seq), -1), coalesce(max(t_ns), 0) FROM messages "
+            "WHERE session_id = ?", (session.id,),
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
+    def answer(self, session: Session, request_seq: int) -> Message | None:
+        """The recorded response or error to the request ``request_seq`` (either direction)."""
+        row = self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND reply_to = ? "
+            "AND kind IN ('response', 'error') ORDER BY seq LIMIT 1", (session.id, request_seq),
+        ).fetchone()
+        return message_from_row(row) if row else None
+
+    def client_messages(self, session: Session, kind: str, method: str | None) -> list[Message]:
+        """The client's recorded messages of one kind (and method), in order."""
+        sql = (f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? "
+               "AND direction = 'client_to_server' AND kind = ?")
+        args: list[Any] = [session.id, kind]
+        if method is not None:
+            sql += " AND method = ?"
+            args.append(method)
+        return [message_from_row(r) for r in self._conn.execute(sql + " ORDER BY seq", args)]
 
     def stderr(self, session: Session | str | None = None) -> Iterator[StderrLine]:
         s = session if isinstance(session, Session) else self.session(session)

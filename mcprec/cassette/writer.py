@@ -34,7 +34,7 @@ _SYNC = 3
 
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, seq, t_ns, direction, kind, rpc_id, method, reply_to, "
-    "match_key, size, raw, http) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "context_seq, match_key, size, raw, http) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 Redactor = Callable[[bytes, str], bytes]
@@ -68,6 +68,10 @@ class SessionWriter:
         self._seq = first_seq
         # (direction of the request, id text) -> (seq, method) of requests awaiting an answer
         self._pending: dict[tuple[str, str], tuple[int, str]] = {}
+        # per direction: seqs of requests awaiting an answer, oldest first (dicts keep order)
+        self._open: dict[str, dict[int, None]] = {d: {} for d in wire.DIRECTIONS}
+        # progress token (JSON text) -> seq of the request that carried it
+        self._tokens: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
         self._closed = False
         self._own_cassette = own_cassette
@@ -202,28 +206,51 @@ class SessionWriter:
         seq = self._seq
         self._seq += 1
         c = wire.classify(raw)
-        method, reply_to, key = c.method, None, None
+        method, reply_to, key, context = c.method, None, None, None
+        other = (
+            wire.SERVER_TO_CLIENT if direction == wire.CLIENT_TO_SERVER else wire.CLIENT_TO_SERVER
+        )
         if c.kind == wire.REQUEST and c.rpc_id is not None and method is not None:
             self._pending[(direction, c.rpc_id)] = (seq, method)
             params = c.obj.get("params")
             key = wire.match_key(method, params)
+            context = self._context_of(other, None)
+            self._open[direction][seq] = None
+            token = wire.progress_token(params)
+            if token is not None:
+                self._tokens[token] = seq
+                if len(self._tokens) > 10_000:  # progress after a response is rare; stay bounded
+                    del self._tokens[next(iter(self._tokens))]
             if method == "initialize" and direction == wire.CLIENT_TO_SERVER:
                 self._note_initialize(params)
+        elif c.kind == wire.NOTIFICATION:
+            token = None
+            if method == "notifications/progress":
+                token = wire.progress_token(c.obj.get("params"), key="progressToken")
+            context = self._context_of(other, token)
         elif c.kind in (wire.RESPONSE, wire.ERROR) and c.rpc_id is not None:
-            other = (
-                wire.SERVER_TO_CLIENT if direction == wire.CLIENT_TO_SERVER
-                else wire.CLIENT_TO_SERVER
-            )
             found = self._pending.pop((other, c.rpc_id), None)
             if found is not None:
                 reply_to, method = found
+                self._open[other].pop(reply_to, None)
                 if method in ("initialize", "server/discover") and c.kind == wire.RESPONSE:
                     self._note_server(c.obj.get("result"))
         if self._redact is not None:
             raw = self._redact(raw, direction)
         http_text = orjson.dumps(http).decode() if http else None
-        return (sid, seq, t_ns, direction, c.kind, c.rpc_id, method, reply_to, key, len(raw), raw,
-                http_text)
+        return (sid, seq, t_ns, direction, c.kind, c.rpc_id, method, reply_to, context, key,
+                len(raw), raw, http_text)
+
+    def _context_of(self, requester: str, token: str | None) -> int | None:
+        """The request (sent by ``requester``) being handled when a message was sent.
+
+        A progress token names it exactly; otherwise it is the most recent request still
+        awaiting its answer, or None when none is.
+        """
+        if token is not None and token in self._tokens:
+            return self._tokens[token]
+        open_ = self._open[requester]
+        return next(reversed(open_)) if open_ else None
 
     def _note_initialize(self, params: Any) -> None:
         if not isinstance(params, dict):

@@ -1,0 +1,366 @@
+"""Matching incoming requests to recorded ones.
+
+Default rule: same method and same canonical params (key order ignored, ``_meta`` ignored);
+identical requests are answered in recorded order. ``initialize`` and ``server/discover`` match
+on the method alone: they are answered from the recording whatever the client offers.
+
+Options: ignore JSON paths, strict order, custom matcher callables, and what to do when the
+recorded answers for a request run out (repeat the last one, or fail). When nothing matches,
+``NoMatchError.report`` lists the closest recorded requests and exactly how they differ.
+
+Look-ups are lazy and indexed: nothing is loaded at start-up; a request costs one indexed query
+on (session, method, match_key) the first time its key is seen.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from . import wire
+from .cassette import Cassette, Message, Session
+from .errors import NoMatchError, UsageError
+
+CustomMatcher = Callable[[dict[str, Any], dict[str, Any]], bool]
+"""``matcher(incoming_request, recorded_request) -> bool``; both are full JSON-RPC objects."""
+
+METHOD_ONLY = frozenset({"initialize", "server/discover"})
+
+
+@dataclass
+class MatchOptions:
+    ignore: Sequence[str] = ()
+    """JSON paths into the request to leave out, e.g. ``params.arguments.timestamp``; ``*``
+    matches any key or index."""
+    strict_order: bool = False
+    """The next request must be the next recorded one."""
+    repeat: Literal["last", "error"] = "last"
+    """When identical requests outnumber recorded answers: answer with the last, or fail."""
+    matchers: Sequence[CustomMatcher] = ()
+    """Extra checks: a recorded request matches only if every callable returns True."""
+
+
+# --- JSON paths ------------------------------------------------------------------------------
+
+_SEGMENT = re.compile(r"\[(\d+|\*)\]|\.?([^.\[\]]+)")
+
+
+def parse_path(path: str) -> tuple[str, ...]:
+    """``$.params.arguments[0].x`` -> ``("params", "arguments", "0", "x")``."""
+    text = path.strip()
+    if text.startswith("$"):
+        text = text[1:]
+    parts: list[str] = []
+    pos = 0
+    while pos < len(text):
+        m = _SEGMENT.match(text, pos)
+        if m is None or m.end() == pos:
+            raise UsageError(f"cannot parse JSON path {path!r}; use e.g. params.arguments.ts")
+        parts.append(m.group(1) if m.group(1) is not None else m.group(2))
+        pos = m.end()
+    if not parts:
+        raise UsageError(f"empty JSON path {path!r}")
+    return tuple(parts)
+
+
+def remove_paths(value: Any, paths: Iterable[tuple[str, ...]]) -> Any:
+    """A copy of ``value`` without the parts that ``paths`` point at."""
+    for path in paths:
+        value = _remove(value, path)
+    return value
+
+
+def _remove(value: Any, path: tuple[str, ...]) -> Any:
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        keys = list(value) if head == "*" else [head]
+        out = dict(value)
+        for k in keys:
+            if k in out:
+                if rest:
+                    out[k] = _remove(out[k], rest)
+                else:
+                    del out[k]
+        return out
+    if isinstance(value, list):
+        if head == "*":
+            idx = range(len(value))
+        elif head.isdigit():
+            idx = range(int(head), int(head) + 1)
+        else:
+            return value
+        out_l = list(value)
+        for i in sorted(idx, reverse=True):
+            if i < len(out_l):
+                if rest:
+                    out_l[i] = _remove(out_l[i], rest)
+                else:
+                    out_l[i] = None  # keep positions stable
+        return out_l
+    return value
+
+
+# --- differences -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Difference:
+    path: str
+    recorded: Any
+    got: Any
+    kind: Literal["changed", "only_recorded", "only_got"] = "changed"
+
+    def describe(self) -> str:
+        if self.kind == "only_recorded":
+            return f"{self.path}: only in the recording ({_short(self.recorded)})"
+        if self.kind == "only_got":
+            return f"{self.path}: only in this request ({_short(self.got)})"
+        return f"{self.path}: recorded {_short(self.recorded)}, got {_short(self.got)}"
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def differences(recorded: Any, got: Any, path: str = "") -> list[Difference]:
+    """Leaf-level differences between two JSON values."""
+    if isinstance(recorded, dict) and isinstance(got, dict):
+        out: list[Difference] = []
+        for k in sorted(set(recorded) | set(got)):
+            p = f"{path}.{k}" if path else k
+            if k not in got:
+                out.append(Difference(p, recorded[k], None, "only_recorded"))
+            elif k not in recorded:
+                out.append(Difference(p, None, got[k], "only_got"))
+            else:
+                out.extend(differences(recorded[k], got[k], p))
+        return out
+    if isinstance(recorded, list) and isinstance(got, list):
+        out = []
+        for i in range(max(len(recorded), len(got))):
+            p = f"{path}[{i}]"
+            if i >= len(got):
+                out.append(Difference(p, recorded[i], None, "only_recorded"))
+            elif i >= len(recorded):
+                out.append(Difference(p, None, got[i], "only_got"))
+            else:
+                out.extend(differences(recorded[i], got[i], p))
+        return out
+    if recorded == got and type(recorded) is type(got):
+        return []
+    return [Difference(path or "$", recorded, got)]
+
+
+# --- the matcher -----------------------------------------------------------------------------
+
+
+@dataclass
+class Match:
+    request: Message
+    repeated: bool = False
+    """True when the recorded answers ran out and the last one is reused."""
+
+
+@dataclass
+class _KeyState:
+    seqs: list[int]
+    next: int = 0
+
+
+@dataclass
+class _Position:
+    played: set[int] = field(default_factory=set)
+    requests_seen: int = 0
+
+
+class Matcher:
+    """Finds the recorded request that answers each incoming one, for one replayed session."""
+
+    def __init__(self, cassette: Cassette, session: Session, options: MatchOptions | None = None):
+        self.cassette = cassette
+        self.session = session
+        self.options = options or MatchOptions()
+        self._ignore = [parse_path(p) for p in self.options.ignore]
+        self._by_key: dict[tuple[str, str], _KeyState] = {}
+        self._by_method: dict[str, list[Message]] = {}
+        self._cache: dict[int, Message] = {}
+        self._pos = _Position()
+        self._strict_cursor = -1
+        self._keyed = not self._ignore and not self.options.matchers
+
+    # -- public
+
+    def match(self, obj: dict[str, Any]) -> Match:
+        """The recorded request for ``obj`` (a JSON-RPC request); raises ``NoMatchError``."""
+        method = obj.get("method")
+        if not isinstance(method, str):
+            raise NoMatchError("request without a method")
+        self._pos.requests_seen += 1
+        if self.options.strict_order:
+            found = self._match_strict(obj, method)
+        elif method in METHOD_ONLY:
+            found = self._take(("", method), lambda: self._seqs_for_method(method))
+        elif self._keyed:
+            key = wire.match_key(method, obj.get("params"))
+            found = self._take((method, key), lambda: self._seqs_for_key(method, key))
+        else:
+            canon = self._canonical(obj)
+            found = self._take(
+                (method, canon.decode()),
+                lambda: [m.seq for m in self._requests_of(method)
+                         if self._canonical(m.json) == canon and self._custom_ok(obj, m.json)],
+            )
+        if found is None:
+            raise self._no_match(obj, method)
+        self._pos.played.add(found.request.seq)
+        return found
+
+    def unplayed(self) -> list[Message]:
+        """Recorded client requests that no incoming request has used."""
+        return [
+            m for m in self.cassette.messages(self.session, kinds=(wire.REQUEST,))
+            if m.direction == wire.CLIENT_TO_SERVER and m.seq not in self._pos.played
+        ]
+
+    @property
+    def played_count(self) -> int:
+        return len(self._pos.played)
+
+    # -- strategies
+
+    def _take(self, key: tuple[str, str], load: Callable[[], list[int]]) -> Match | None:
+        state = self._by_key.get(key)
+        if state is None:
+            state = self._by_key[key] = _KeyState(load())
+        if not state.seqs:
+            return None
+        if state.next < len(state.seqs):
+            seq = state.seqs[state.next]
+            state.next += 1
+            return Match(self._message(seq))
+        if self.options.repeat == "last":
+            return Match(self._message(state.seqs[-1]), repeated=True)
+        return None
+
+    def _match_strict(self, obj: dict[str, Any], method: str) -> Match | None:
+        nxt = self._next_client_request(self._strict_cursor)
+        if nxt is None:
+            return None
+        if nxt.method != method:
+            return None
+        if method not in METHOD_ONLY and (
+            self._canonical(nxt.json) != self._canonical(obj) or not self._custom_ok(obj, nxt.json)
+        ):
+            return None
+        self._strict_cursor = nxt.seq
+        return Match(nxt)
+
+    # -- look-ups (lazy, indexed)
+
+    def _seqs_for_key(self, method: str, key: str) -> list[int]:
+        return self.cassette.request_seqs(self.session, method, key)
+
+    def _seqs_for_method(self, method: str) -> list[int]:
+        return [m.seq for m in self._requests_of(method)]
+
+    def _requests_of(self, method: str) -> list[Message]:
+        found = self._by_method.get(method)
+        if found is None:
+            found = self._by_method[method] = self.cassette.requests(self.session, method)
+            for m in found:
+                self._cache[m.seq] = m
+        return found
+
+    def _message(self, seq: int) -> Message:
+        m = self._cache.get(seq)
+        if m is None:
+            m = self.cassette.message(self.session, seq)
+            assert m is not None
+            self._cache[seq] = m
+        return m
+
+    def _next_client_request(self, after: int) -> Message | None:
+        return self.cassette.next_request(self.session, after)
+
+    def _canonical(self, obj: Any) -> bytes:
+        params = obj.get("params") if isinstance(obj, dict) else None
+        request = {"method": obj.get("method"), "params": wire.strip_meta(params or {})}
+        return orjson.dumps(remove_paths(request, self._ignore), option=orjson.OPT_SORT_KEYS)
+
+    def _custom_ok(self, incoming: dict[str, Any], recorded: Any) -> bool:
+        return all(m(incoming, recorded) for m in self.options.matchers)
+
+    # -- the report
+
+    def _no_match(self, obj: dict[str, Any], method: str) -> NoMatchError:
+        rid = obj.get("id")
+        head = (
+            f"no recorded response matches request id={_short(rid)} {method} "
+            f"(session {self.session.name!r} in {self.cassette.path})"
+        )
+        lines = [head]
+        same = self._requests_of(method)
+        total_requests = self.cassette.count_requests(self.session)
+        lines.append(
+            f"  playback position: request #{self._pos.requests_seen} of this run; "
+            f"{len(self._pos.played)} of {total_requests} recorded requests played; "
+            f"{sum(1 for m in same if m.seq in self._pos.played)} of {len(same)} "
+            f"recorded {method!r} requests played"
+        )
+        if self.options.strict_order:
+            nxt = self._next_client_request(self._strict_cursor)
+            lines.append(
+                "  strict order: the next recorded request is "
+                + (f"seq {nxt.seq} {nxt.method}" if nxt else "none (the recording is exhausted)")
+            )
+            candidates = [nxt] if nxt else []
+        else:
+            candidates = list(same)
+        if not candidates and not self.options.strict_order:
+            # nothing of that method: show what there is
+            methods = self.cassette.request_methods(self.session)
+            lines.append(
+                f"  {method!r} was never recorded in this session; recorded methods: "
+                + (", ".join(methods) if methods else "none")
+            )
+        else:
+            incoming = self._comparable(obj)
+            ranked = sorted(
+                candidates,
+                key=lambda m: (len(differences(self._comparable(m.json), incoming)), m.seq),
+            )
+            if ranked:
+                lines.append("  closest recorded requests:")
+            for i, m in enumerate(ranked[:3], 1):
+                state = "played" if m.seq in self._pos.played else "not yet played"
+                diffs = differences(self._comparable(m.json), incoming)
+                lines.append(f"    {i}. seq {m.seq} {m.method} ({state})")
+                if not diffs:
+                    if self.options.repeat == "error" and m.seq in self._pos.played:
+                        lines.append("       identical, but its recorded answers are used up "
+                                     "(--repeat error)")
+                    else:
+                        lines.append("       identical params; a custom matcher rejected it")
+                for d in diffs[:8]:
+                    lines.append(f"       {d.describe()}")
+                if len(diffs) > 8:
+                    lines.append(f"       ... and {len(diffs) - 8} more differences")
+        lines.append(
+            "  to accept it: re-record (--mode new_episodes or once), or --ignore the "
+            "volatile paths"
+        )
+        report = "\n".join(lines)
+        return NoMatchError(head, report)
+
+    def _comparable(self, obj: Any) -> Any:
+        if not isinstance(obj, dict):
+            return obj
+        params = wire.strip_meta(obj.get("params") or {})
+        return remove_paths({"params": params}, self._ignore)

@@ -1,0 +1,105 @@
+"""Replay: a cassette as a mock MCP server, with vcrpy-style record modes.
+
+    none          replay only; an unmatched request gets a JSON-RPC error
+    once          record when the cassette (or the named session) is missing, else replay
+    new_episodes  replay what matches; pass the rest to the real server and append it
+    all           always record afresh (replacing the named session)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from ..cassette import Cassette
+from ..errors import SessionNotFoundError, UsageError
+from ..matching import MatchOptions
+from .engine import ReplaySession, check_replayable
+
+Mode = Literal["none", "once", "new_episodes", "all"]
+MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all")
+
+__all__ = ["MODES", "MatchOptions", "Mode", "ReplaySession", "replay_stdio", "needs_recording"]
+
+
+def needs_recording(path: Path, session: str | None, mode: str) -> bool:
+    """Whether ``mode`` means recording (rather than replaying) for this cassette and session."""
+    if mode == "all":
+        return True
+    if mode not in ("once", "new_episodes"):
+        return False
+    if not path.exists() or path.stat().st_size == 0:
+        return True
+    with Cassette.open(path) as c:
+        if session is None:
+            return not c.sessions()
+        try:
+            c.session(session)
+        except SessionNotFoundError:
+            return True
+    return False
+
+
+def replay_stdio(
+    cassette: str | os.PathLike[str],
+    *,
+    session: str | None = None,
+    mode: str = "none",
+    server: Sequence[str] = (),
+    options: MatchOptions | None = None,
+    timing: float | None = None,
+    report: str | os.PathLike[str] | None = None,
+) -> int:
+    """Serve a recorded session on this process's stdin/stdout (or record it, per ``mode``).
+
+    Returns the exit code: 0, or the server's exit code when the mode meant recording.
+    """
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    path = Path(cassette)
+    if needs_recording(path, session, mode):
+        if not server:
+            raise UsageError(
+                f"mode {mode!r} needs to record {path} but no server command was given; "
+                "add it after `--`"
+            )
+        from ..record import record_stdio
+
+        if mode == "all" and session is not None and path.exists():
+            with Cassette.open(path) as c:
+                if any(s.name == session for s in c.sessions()):
+                    c.delete_session(session)
+        return record_stdio(list(server), cassette=path, session=session)
+
+    c = Cassette.open(path)
+    try:
+        s = c.session(session)
+        check_replayable(c, s)
+        if s.status != "complete":
+            print(f"mcprec: note: session {s.name!r} is {s.status}; replaying what was recorded",
+                  file=sys.stderr)
+        live = None
+        if mode == "new_episodes":
+            if not server:
+                raise UsageError("mode 'new_episodes' needs the real server command after `--`")
+            from .live import LiveServer
+
+            live = LiveServer(list(server), c, s)
+
+        from .stdio import serve_stdio
+
+        def make(send: Any) -> ReplaySession:
+            return ReplaySession(c, s, send, options=options, timing=timing, live=live)
+
+        engine = asyncio.run(serve_stdio(make))
+        if report is not None:
+            Path(report).write_bytes(orjson.dumps(engine.report(), option=orjson.OPT_INDENT_2))
+    finally:
+        c.close()
+    return 0

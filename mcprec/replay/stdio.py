@@ -1,0 +1,83 @@
+"""Serving a replay over our own stdin/stdout, as a stdio MCP server would."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from ..transports.stdio import StdioEnds
+from ..wire import LineFramer
+from .engine import ReplaySession
+
+DRAIN_TIMEOUT_S = 2.0
+
+
+async def serve_stdio(
+    make_engine: Callable[[Any], ReplaySession],
+    *,
+    stdin_fd: int = 0,
+    stdout_fd: int = 1,
+) -> ReplaySession:
+    """Answer the client on stdin/stdout until it closes stdin; return the engine for its report.
+
+    ``make_engine(send)`` builds the engine around the ``send`` coroutine it must use.
+    """
+    loop = asyncio.get_running_loop()
+    ends = StdioEnds()
+    lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+    closed = asyncio.Event()
+
+    async def send(data: bytes, related: str | None) -> None:
+        w = ends.writer
+        if w is not None and not w.is_closing():
+            w.write(data + b"\n")
+
+    engine = make_engine(send)
+    framer = LineFramer(lambda line, terminated: lines.put_nowait(line))
+
+    def on_eof() -> None:
+        framer.close()
+        lines.put_nowait(None)
+
+    def on_lost(exc: BaseException | None) -> None:
+        closed.set()
+        lines.put_nowait(None)
+
+    stop = asyncio.Event()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+            installed.append(sig)
+
+    await ends.open(framer.feed, on_eof, pause=lambda: None, resume=lambda: None,
+                    on_lost=on_lost, stdin_fd=stdin_fd, stdout_fd=stdout_fd)
+
+    async def pump() -> None:
+        await engine.start()
+        while (line := await lines.get()) is not None:
+            await engine.receive(line)
+
+    pump_task = loop.create_task(pump())
+    stop_task = loop.create_task(stop.wait())
+    try:
+        await asyncio.wait({pump_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+        if pump_task.done():
+            pump_task.result()
+            if not closed.is_set():  # EOF: let answers in progress go out, briefly
+                await engine.drain(DRAIN_TIMEOUT_S)
+    finally:
+        for t in (pump_task, stop_task):
+            t.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        await engine.aclose()
+        ends.stop_reading()
+        await ends.drain_and_close(timeout=5.0)
+        ends.restore()
+    return engine
