@@ -1,0 +1,145 @@
+"""Helpers shared by the tests: peer paths, running mcprec, driving servers with the SDK client."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+REPO = Path(__file__).resolve().parents[1]
+PEERS = Path(__file__).resolve().parent / "peers"
+SDK_SERVER = PEERS / "sdk_server.py"
+WITNESS = PEERS / "witness.py"
+BYTE_MIRROR = PEERS / "byte_mirror.py"
+LINE_SERVER = PEERS / "line_server.py"
+EVERYTHING_VERSION = "2026.8.31"
+EVERYTHING_DIR = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything"
+MCPREC = [sys.executable, "-m", "mcprec"]
+
+
+def run_mcprec(
+    *args: str,
+    input: bytes | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``python -m mcprec ARGS`` to completion and capture its output.
+
+    mcprec's own environment variables are not inherited from the test run, only given.
+    """
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MCPREC_")}
+    full_env.update(env or {})
+    return subprocess.run(
+        [*MCPREC, *args], input=input, capture_output=True, cwd=cwd, env=full_env,
+        timeout=timeout, check=False,
+    )
+
+
+def recorded(cassette: str | os.PathLike[str], *server_argv: str,
+             extra: Sequence[str] = ()) -> list[str]:
+    """The argv of ``mcprec record -c CASSETTE [extra] -- SERVER...``."""
+    return [*MCPREC, "record", "-c", str(cassette), *extra, "--", *server_argv]
+
+
+# --- driving a server with the official SDK client --------------------------------------------
+
+
+def dump(model: Any) -> Any:
+    """A result as the client saw it, in wire (camelCase) form, defaults left out."""
+    return model.model_dump(exclude_unset=True, mode="json", by_alias=True)
+
+
+@dataclass
+class ClientRun:
+    """Everything an SDK client saw in one session with a server."""
+
+    results: dict[str, Any] = field(default_factory=dict)
+    logs: list[Any] = field(default_factory=list)
+    progress: list[tuple[float, float | None, str | None]] = field(default_factory=list)
+    sampling: list[Any] = field(default_factory=list)
+    notifications: list[Any] = field(default_factory=list)
+    stderr: str = ""
+
+
+Scenario = Callable[[Any, ClientRun], Awaitable[None]]
+
+
+async def _drive(argv: Sequence[str], scenario: Scenario, run: ClientRun,
+                 env: dict[str, str] | None, cwd: str | None, errlog: Any,
+                 roots: Sequence[str] | None) -> None:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp_types import CreateMessageResult, ListRootsResult, Root, TextContent
+
+    async def on_sampling(context: Any, params: Any) -> Any:
+        run.sampling.append(dump(params))
+        question = params.messages[-1].content.text
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text=f"you asked: {question}"),
+            model="test-model", stop_reason="endTurn",
+        )
+
+    async def on_log(params: Any) -> None:
+        run.logs.append(dump(params))
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, Exception):
+            run.notifications.append({"exception": repr(message)})
+        else:
+            run.notifications.append(dump(message))
+
+    async def on_list_roots(context: Any) -> Any:
+        return ListRootsResult(roots=[Root(uri=uri, name=uri.rsplit("/", 1)[-1]) for uri in roots or ()])
+
+    params = StdioServerParameters(command=argv[0], args=list(argv[1:]), env=env, cwd=cwd)
+    async with stdio_client(params, errlog=errlog) as (read, write):
+        async with ClientSession(
+            read, write, sampling_callback=on_sampling, logging_callback=on_log,
+            message_handler=on_message, list_roots_callback=on_list_roots if roots else None,
+        ) as session:
+            run.results["initialize"] = dump(await session.initialize())
+            await scenario(session, run)
+
+
+def run_client(argv: Sequence[str], scenario: Scenario, *, env: dict[str, str] | None = None,
+               cwd: str | os.PathLike[str] | None = None, roots: Sequence[str] | None = None,
+               timeout: float = 60) -> ClientRun:
+    """Start ``argv`` as a stdio server, initialize, run ``scenario(session, run)``, close.
+
+    The client offers sampling (answering ``you asked: <last message>``), takes log messages,
+    and offers roots when ``roots`` (a list of URIs) is given.
+    """
+    run = ClientRun()
+    full_env = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), **(env or {})}
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+
+        async def main() -> None:
+            with anyio.fail_after(timeout):
+                await _drive(argv, scenario, run, full_env, str(cwd) if cwd else None, errlog,
+                             roots)
+
+        anyio.run(main)
+        errlog.seek(0)
+        run.stderr = errlog.read()
+    return run
+
+
+def wire_lines(data: bytes) -> list[bytes]:
+    """The newline-delimited messages in ``data`` (a last line without newline counts)."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def witnessed(wire_dir: str | os.PathLike[str], *server_argv: str) -> list[str]:
+    """``server_argv`` behind the independent byte witness, which copies the wire to ``wire_dir``."""
+    return [sys.executable, str(WITNESS), str(wire_dir), "--", *server_argv]
