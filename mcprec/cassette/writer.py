@@ -27,6 +27,10 @@ from .store import Cassette, Session
 MAX_BATCH_MESSAGES = 2000
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 
+AUTO = "auto"
+"""``context=AUTO``: infer the request a server message belongs to (progress token, else the
+latest request awaiting an answer). HTTP knows better and passes the id text, or None."""
+
 _MESSAGE = 0
 _STDERR = 1
 _STOP = 2
@@ -70,6 +74,8 @@ class SessionWriter:
         self._pending: dict[tuple[str, str], tuple[int, str]] = {}
         # per direction: seqs of requests awaiting an answer, oldest first (dicts keep order)
         self._open: dict[str, dict[int, None]] = {d: {} for d in wire.DIRECTIONS}
+        # (direction, id text) -> seq of recent requests, answered or not
+        self._seq_of: dict[tuple[str, str], int] = {}
         # progress token (JSON text) -> seq of the request that carried it
         self._tokens: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
@@ -84,11 +90,12 @@ class SessionWriter:
         return time.monotonic_ns() - self.start_ns
 
     def message(
-        self, direction: str, raw: bytes, t_ns: int | None = None, http: dict[str, Any] | None = None
+        self, direction: str, raw: bytes, t_ns: int | None = None,
+        http: dict[str, Any] | None = None, context: str | None = AUTO,
     ) -> None:
         self._queue.put(
             (_MESSAGE, direction, time.monotonic_ns() - self.start_ns if t_ns is None else t_ns,
-             raw, http)
+             raw, http, context)
         )
 
     def stderr_line(self, line: bytes, t_ns: int | None = None) -> None:
@@ -152,7 +159,7 @@ class SessionWriter:
         for item in batch:
             tag = item[0]
             if tag == _MESSAGE:
-                rows.append(self._row(sid, item[1], item[2], item[3], item[4]))
+                rows.append(self._row(sid, item[1], item[2], item[3], item[4], item[5]))
             elif tag == _STDERR:
                 errs.append((sid, item[1], item[2].decode("utf-8", "replace")))
         if not rows and not errs and not self._meta:
@@ -201,7 +208,8 @@ class SessionWriter:
             )
 
     def _row(
-        self, sid: int, direction: str, t_ns: int, raw: bytes, http: dict[str, Any] | None
+        self, sid: int, direction: str, t_ns: int, raw: bytes, http: dict[str, Any] | None,
+        hint: str | None,
     ) -> tuple[Any, ...]:
         seq = self._seq
         self._seq += 1
@@ -212,9 +220,12 @@ class SessionWriter:
         )
         if c.kind == wire.REQUEST and c.rpc_id is not None and method is not None:
             self._pending[(direction, c.rpc_id)] = (seq, method)
+            self._seq_of[(direction, c.rpc_id)] = seq
+            if len(self._seq_of) > 10_000:
+                del self._seq_of[next(iter(self._seq_of))]
             params = c.obj.get("params")
             key = wire.match_key(method, params)
-            context = self._context_of(other, None)
+            context = self._context_of(other, None, hint)
             self._open[direction][seq] = None
             token = wire.progress_token(params)
             if token is not None:
@@ -227,7 +238,7 @@ class SessionWriter:
             token = None
             if method == "notifications/progress":
                 token = wire.progress_token(c.obj.get("params"), key="progressToken")
-            context = self._context_of(other, token)
+            context = self._context_of(other, token, hint)
         elif c.kind in (wire.RESPONSE, wire.ERROR) and c.rpc_id is not None:
             found = self._pending.pop((other, c.rpc_id), None)
             if found is not None:
@@ -241,12 +252,15 @@ class SessionWriter:
         return (sid, seq, t_ns, direction, c.kind, c.rpc_id, method, reply_to, context, key,
                 len(raw), raw, http_text)
 
-    def _context_of(self, requester: str, token: str | None) -> int | None:
+    def _context_of(self, requester: str, token: str | None, hint: str | None) -> int | None:
         """The request (sent by ``requester``) being handled when a message was sent.
 
-        A progress token names it exactly; otherwise it is the most recent request still
-        awaiting its answer, or None when none is.
+        The transport may know (``hint``: the request's id text, or None for none); a progress
+        token names it exactly; otherwise it is the most recent request still awaiting its
+        answer, or None when none is.
         """
+        if hint != AUTO:
+            return None if hint is None else self._seq_of.get((requester, hint))
         if token is not None and token in self._tokens:
             return self._tokens[token]
         open_ = self._open[requester]

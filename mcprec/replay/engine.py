@@ -30,6 +30,8 @@ Send = Callable[[bytes, "str | None"], Awaitable[None]]
 text of the client request it belongs to (HTTP routes it onto that request's stream), or None."""
 
 NO_MATCH_CODE = -32000
+# 2026-07-28: events of subscriptions/listen carry the listen request's id here
+_SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
 # Answered with an empty result when nothing was recorded for them: their result carries nothing.
 EMPTY_RESULT_METHODS = frozenset(
     {"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
@@ -202,25 +204,29 @@ class ReplaySession:
         )
 
     def _synthesize(self, obj: dict[str, Any]) -> bytes | None:
-        """Answer ``server/discover`` from a recorded ``initialize``, and vice versa, so that
-        clients of the stateless and the session-based protocol revisions both replay."""
+        """Bridge the protocol eras when the recording is of the other one.
+
+        A stateless (2026-07-28) client probing with ``server/discover`` a recording of an
+        ``initialize``-era server gets -32601 at once, as that server answered, so it falls back
+        to ``initialize``. An ``initialize``-era client replaying a stateless recording gets an
+        ``initialize`` result built from the recorded ``server/discover`` result.
+        """
         method = obj.get("method")
-        other = {"server/discover": "initialize", "initialize": "server/discover"}.get(str(method))
-        if other is None:
+        rid = obj.get("id")
+        if method == "server/discover":
+            return error_response(rid, -32601, "Method not found", "server/discover")
+        if method != "initialize":
             return None
-        recorded = self.cassette.requests(self.session, other)
+        recorded = self.cassette.requests(self.session, "server/discover")
         answer = self.cassette.answer(self.session, recorded[0].seq) if recorded else None
         result = answer.json.get("result") if answer is not None and answer.json else None
         if not isinstance(result, dict):
             return None
-        if method == "server/discover":
-            out = {k: v for k, v in result.items() if k != "protocolVersion"}
-            out["supportedVersions"] = [result.get("protocolVersion")]
-        else:
-            out = {k: v for k, v in result.items() if k != "supportedVersions"}
-            versions = result.get("supportedVersions") or []
-            out["protocolVersion"] = versions[0] if versions else ""
-        return _dumps({"jsonrpc": "2.0", "id": obj.get("id"), "result": out})
+        out = {k: v for k, v in result.items()
+               if k not in ("supportedVersions", "resultType", "ttlMs", "cacheScope", "_meta")}
+        versions = result.get("supportedVersions") or []
+        out["protocolVersion"] = versions[0] if versions else ""
+        return _dumps({"jsonrpc": "2.0", "id": rid, "result": out})
 
     async def _notification(self, obj: dict[str, Any]) -> None:
         method = obj.get("method")
@@ -317,6 +323,11 @@ class ReplaySession:
                     if isinstance(params, dict):
                         obj = {**obj, "params": {**params, "progressToken": token}}
                     await self._send(_dumps(obj), related)
+                elif rid is not None and _SUBSCRIPTION_KEY in (obj.get("params") or {}).get(
+                        "_meta", {}):
+                    params = obj["params"]
+                    meta = {**params["_meta"], _SUBSCRIPTION_KEY: rid}
+                    await self._send(_dumps({**obj, "params": {**params, "_meta": meta}}), related)
                 else:
                     await self._send(m.raw, related)  # as recorded, byte for byte
                 continue

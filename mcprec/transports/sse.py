@@ -1,0 +1,99 @@
+"""Server-Sent Events: an incremental parser for recording, and the framing for replay.
+
+The parser never changes what is forwarded: the proxy passes the upstream's bytes on untouched
+and feeds a copy here to cut out each event as soon as its blank line arrives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    data: bytes
+    event: str = "message"
+    id: str | None = None
+    retry: int | None = None
+
+
+class SSEParser:
+    """Feed bytes, get complete events (per the WHATWG EventSource parsing rules)."""
+
+    __slots__ = ("_buf", "_data", "_event", "_id", "_retry", "_has_data")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._reset()
+
+    def _reset(self) -> None:
+        self._data: list[bytes] = []
+        self._event = ""
+        self._id: str | None = None
+        self._retry: int | None = None
+        self._has_data = False
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        buf = self._buf + chunk if self._buf else chunk
+        events: list[Event] = []
+        start = 0
+        n = len(buf)
+        while start < n:
+            found = _line_end(buf, start)
+            if found is None:
+                break
+            end, nxt = found
+            line = buf[start:end]
+            start = nxt
+            if not line:
+                if self._has_data or self._event or self._id is not None:
+                    events.append(Event(b"\n".join(self._data), self._event or "message",
+                                        self._id, self._retry))
+                self._reset()
+                continue
+            if line[:1] == b":":
+                continue  # comment / keep-alive
+            name, sep, value = line.partition(b":")
+            if sep and value[:1] == b" ":
+                value = value[1:]
+            if name == b"data":
+                self._data.append(value)
+                self._has_data = True
+            elif name == b"event":
+                self._event = value.decode("utf-8", "replace")
+            elif name == b"id":
+                if b"\0" not in value:
+                    self._id = value.decode("utf-8", "replace")
+            elif name == b"retry" and value.isdigit():
+                self._retry = int(value)
+        self._buf = buf[start:]
+        return events
+
+
+def _line_end(buf: bytes, start: int) -> tuple[int, int] | None:
+    """(end of line, start of next) for the first line ending at or after ``start``, or None.
+
+    A lone ``\\r`` at the very end of the buffer may be half of ``\\r\\n``: wait for more.
+    """
+    lf = buf.find(b"\n", start)
+    cr = buf.find(b"\r", start, lf if lf >= 0 else len(buf))
+    if cr >= 0:
+        if cr + 1 < len(buf):
+            return (cr, cr + 2) if buf[cr + 1:cr + 2] == b"\n" else (cr, cr + 1)
+        return None
+    if lf >= 0:
+        return (lf, lf + 1)
+    return None
+
+
+def format_event(data: bytes, *, event: str | None = "message", id: str | None = None) -> bytes:
+    """One SSE event carrying ``data`` (a JSON-RPC message has no newlines)."""
+    out = []
+    if event:
+        out.append(b"event: " + event.encode() + b"\n")
+    if id is not None:
+        out.append(b"id: " + id.encode() + b"\n")
+    for line in data.split(b"\n"):
+        out.append(b"data: " + line + b"\n")
+    out.append(b"\n")
+    return b"".join(out)
