@@ -74,17 +74,37 @@ def cli() -> None:
 @click.option("--exit-timeout", type=float, default=5.0, show_default=True,
               help="Seconds to wait for the server to exit after the client closes, "
                    "before terminating it.")
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option("--target", metavar="URL",
+              help="Record an HTTP MCP server instead: run a reverse proxy in front of URL.")
+@click.option("--listen", default="127.0.0.1:0", show_default=True, metavar="HOST:PORT",
+              help="With --target: where the proxy listens (port 0 picks a free port; the URL "
+                   "is printed on stderr).")
+@click.option("--upstream-timeout", type=float, default=300.0, show_default=True,
+              help="With --target: seconds to wait for the upstream's answer.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(cassette: str | None, session: str | None, tags: tuple[str, ...], durable: bool,
-           exit_timeout: float, command: tuple[str, ...]) -> None:
-    """Record a stdio MCP server: run COMMAND behind a transparent tap.
+           exit_timeout: float, target: str | None, listen: str, upstream_timeout: float,
+           command: tuple[str, ...]) -> None:
+    """Record an MCP server: run COMMAND behind a transparent tap, or proxy --target URL.
 
     Point your MCP host at mcprec instead of the server, e.g. in a host's config replace
     "command": "python", "args": ["server.py"] with
     "command": "mcprec", "args": ["record", "--", "python", "server.py"].
     Every byte is forwarded unchanged; every message is recorded with its timing.
     mcprec exits with the server's exit code.
+
+    For an HTTP server: mcprec record --target http://127.0.0.1:8000/mcp --listen 127.0.0.1:9000
+    and point the client at http://127.0.0.1:9000/mcp. Stop with Ctrl-C.
     """
+    if target is not None:
+        if command:
+            raise click.UsageError("give either --target URL or a server COMMAND, not both")
+        from .record import record_http
+
+        sys.exit(record_http(target, listen=listen, cassette=cassette, session=session,
+                             tags=_parse_tags(tags), timeout=upstream_timeout))
+    if not command:
+        raise click.UsageError("missing the server command: mcprec record [OPTIONS] -- COMMAND...")
     from .record import record_stdio
 
     code = record_stdio(list(command), cassette=cassette, session=session,

@@ -8,7 +8,7 @@ import re
 import secrets
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -118,3 +118,55 @@ def record_stdio(
         writer.close(exit_code=code, status=status)
         if writer.error is not None and not isinstance(writer.error, McprecError):
             print(f"mcprec: recording to {path} was incomplete: {writer.error}", file=sys.stderr)
+
+
+def record_http(
+    target: str,
+    *,
+    listen: str = "127.0.0.1:0",
+    cassette: str | os.PathLike[str] | None = None,
+    session: str | None = None,
+    tags: dict[str, str] | None = None,
+    timeout: float = 300.0,
+    on_ready: Callable[[str], None] | None = None,
+) -> int:
+    """Run a recording reverse proxy in front of the MCP endpoint at ``target`` until SIGINT or
+    SIGTERM; every session through it is flushed to the cassette before this returns."""
+    from urllib.parse import urlsplit
+
+    from .transports.http_proxy import RecordingProxy
+    from .transports.http_serve import bind, parse_listen, serve_app, url_of
+
+    host, port = parse_listen(listen)
+    slug = (urlsplit(target).hostname or "http").replace(".", "-")
+    path = Path(cassette) if cassette is not None else (
+        Path(os.environ[CASSETTE_ENV]) if os.environ.get(CASSETTE_ENV)
+        else Path(CASSETTE_DIR) / f"{slug}.db")
+    proxy = RecordingProxy(target, path, session=session, tags=tags, timeout=timeout)
+    sock = bind(host, port)
+    url = url_of(sock, proxy.path)
+    proxy.listen_origin = url[: url.index("/", len("http://"))]
+
+    def ready() -> None:
+        print(f"mcprec: recording {url} -> {target} into {path}", file=sys.stderr, flush=True)
+        if on_ready is not None:
+            on_ready(url)
+
+    async def main() -> None:
+        try:
+            await serve_app(proxy, sock, on_ready=ready)
+        finally:
+            await proxy.aclose()
+
+    use_fast_loop()
+    asyncio.run(main())
+    return 0
+
+
+def use_fast_loop() -> None:
+    """uvloop when it is installed: the HTTP paths are loop-bound."""
+    try:
+        import uvloop
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())

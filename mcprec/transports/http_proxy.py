@@ -1,0 +1,385 @@
+"""The recording reverse proxy for one MCP endpoint over HTTP.
+
+Streamable HTTP (2025-03-26 on): POST carries client messages and is answered with JSON or an
+SSE stream; GET opens the server's own SSE stream; DELETE ends the session. The legacy HTTP+SSE
+transport (2024-11-05): GET opens an SSE stream whose first event names the endpoint to POST to.
+
+Every request is forwarded exactly once and every response streamed on as it arrives, chunk by
+chunk, unchanged; a copy of each chunk goes to an SSE parser that records each event the moment
+its blank line arrives. Each MCP session (``Mcp-Session-Id``, or one legacy SSE connection)
+becomes its own session in the cassette. Secret headers are redacted before recording.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import sys
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from .. import wire
+from ..cassette import Cassette, SessionWriter
+from ..redact import redact_headers
+from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
+from .http_serve import BodyTooLarge, ClientGone, header, read_body, send_simple
+from .sse import SSEParser
+
+HOP_BY_HOP = frozenset({
+    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
+    b"trailer", b"trailers", b"transfer-encoding", b"upgrade", b"host", b"content-length",
+})
+MAX_BODY = 64 * 1024 * 1024
+DEFAULT_TIMEOUT_S = 300.0
+
+
+class AbortStream(Exception):
+    """Raised inside the app to drop the client's connection mid-response, as upstream did."""
+
+
+def _jsonrpc_error_body(rid: Any, message: str) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": message}})
+
+
+class RecordingProxy:
+    """An ASGI app forwarding to ``target`` and recording into ``cassette``."""
+
+    def __init__(
+        self,
+        target: str,
+        cassette: str | os.PathLike[str],
+        *,
+        session: str | None = None,
+        tags: dict[str, str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        max_body: int = MAX_BODY,
+    ) -> None:
+        parts = urlsplit(target)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            from ..errors import UsageError
+
+            raise UsageError(f"--target must be an http(s) URL, got {target!r}")
+        self.target = target
+        self.upstream_origin = f"{parts.scheme}://{parts.netloc}"
+        self.upstream_netloc = parts.netloc
+        self.path = parts.path or "/"
+        self.cassette_path = cassette
+        self.session_name = session
+        self.tags = tags or {}
+        self.timeout = timeout
+        self.max_body = max_body
+        self.listen_origin = ""  # set once bound, to rewrite legacy endpoint URLs
+        self._client: Any = None
+        self._writers: dict[str, SessionWriter] = {}
+        self._legacy: dict[str, SessionWriter] = {}
+        self._sessionless: SessionWriter | None = None
+        self._exchanges = itertools.count(1)
+        self._count = 0
+        self.sessions: list[str] = []
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def _http(self) -> Any:
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, connect=10.0, pool=None),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+                follow_redirects=False,
+                trust_env=False,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        for w in {*self._writers.values(), *self._legacy.values(),
+                  *([self._sessionless] if self._sessionless else [])}:
+            await asyncio.to_thread(w.close, status="complete")
+        self._writers.clear()
+        self._legacy.clear()
+        self._sessionless = None
+        if self._client is not None:
+            await self._client.aclose()
+
+    def _new_writer(self, transport: str) -> SessionWriter:
+        from ..record import default_session_name
+
+        self._count += 1
+        if self.session_name:
+            name = self.session_name if self._count == 1 else f"{self.session_name}-{self._count}"
+        else:
+            slug = (urlsplit(self.target).hostname or "http").replace(".", "-")
+            name = default_session_name(f"{slug}-{self.path.strip('/').replace('/', '-') or 'mcp'}")
+        cassette = Cassette.open(self.cassette_path, create=True)
+        try:
+            session = cassette.create_session(
+                name, transport=transport, target=self.target, tags=self.tags,
+                recorder_pid=os.getpid(),
+            )
+        except BaseException:
+            cassette.close()
+            raise
+        self.sessions.append(name)
+        return SessionWriter(cassette, session)
+
+    # --- ASGI -------------------------------------------------------------------------------
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        started = False
+
+        async def tracking_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        try:
+            await self._handle(scope, receive, tracking_send)
+        except (ClientGone, AbortStream):
+            if started:
+                raise AbortStream() from None  # drop the connection: the response is cut short
+        except Exception as e:  # noqa: BLE001 - one line, never a traceback
+            print(f"mcprec: proxy error on {scope['method']} {scope['path']}: "
+                  f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            if started:
+                raise AbortStream() from None
+            await send_simple(send, 502, _jsonrpc_error_body(None, f"mcprec: proxy error: {e}"))
+
+    async def _handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        method = scope["method"]
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        query = scope.get("query_string", b"")
+        target_path = raw_path.decode("latin-1") + (("?" + query.decode("latin-1")) if query else "")
+        url = self.upstream_origin + target_path
+        try:
+            body = await read_body(receive, self.max_body) if method in ("POST", "PUT") else b""
+        except BodyTooLarge:
+            await send_simple(send, 413, _jsonrpc_error_body(
+                None, f"mcprec: request body larger than {self.max_body} bytes"))
+            return
+        sid = header(scope, b"mcp-session-id")
+        exchange = next(self._exchanges)
+        req_headers = [(k, v) for k, v in scope["headers"] if k not in HOP_BY_HOP]
+        writer, messages = self._route_request(method, sid, target_path, body)
+        meta = {"exchange": exchange, "method": method, "path": target_path,
+                "headers": redact_headers((k.decode("latin-1"), v.decode("latin-1"))
+                                          for k, v in req_headers)}
+        first_request_id = None
+        for obj, raw in messages:
+            if writer is not None:
+                writer.message(CLIENT_TO_SERVER, raw, http=meta)
+                meta = {"exchange": exchange}
+            if first_request_id is None and isinstance(obj, dict) and "method" in obj \
+                    and "id" in obj:
+                first_request_id = wire.id_text(obj["id"])
+        headers = self._upstream_headers(req_headers, body)
+        client = self._http()
+        import httpx
+
+        request = client.build_request(method, url, content=body if body else None)
+        request.headers = httpx.Headers(headers)
+        try:
+            resp = await client.send(request, stream=True)
+        except httpx.TimeoutException as e:
+            await self._upstream_failed(send, writer, exchange, 504, f"upstream timed out: {e!r}",
+                                        first_request_id)
+            return
+        except httpx.HTTPError as e:
+            await self._upstream_failed(
+                send, writer, exchange, 502,
+                f"upstream {self.upstream_origin} unreachable: {type(e).__name__}: {e}",
+                first_request_id)
+            return
+        try:
+            await self._relay(scope, receive, send, resp, writer, exchange, sid,
+                              first_request_id, method)
+        finally:
+            await resp.aclose()
+
+    def _route_request(self, method: str, sid: str | None, target_path: str, body: bytes
+                       ) -> tuple[SessionWriter | None, list[tuple[Any, bytes]]]:
+        """Which cassette session a request belongs to, and the client messages it carries."""
+        messages: list[tuple[Any, bytes]] = []
+        if body:
+            c = wire.classify(body)
+            if c.kind == wire.BATCH:
+                messages = [(item, orjson.dumps(item)) for item in c.obj]
+            else:
+                messages = [(c.obj, body)]
+        legacy = self._legacy.get(target_path)
+        if legacy is not None:
+            return legacy, messages
+        if sid is not None:
+            writer = self._writers.get(sid)
+            if writer is None and method != "DELETE":
+                writer = self._writers[sid] = self._new_writer("http")
+            return writer, messages
+        if method == "GET":
+            return None, messages  # legacy SSE, or a sessionless GET: decided by the response
+        is_init = any(isinstance(o, dict) and o.get("method") == "initialize" for o, _ in messages)
+        if is_init:
+            return self._new_writer("http"), messages
+        if self._sessionless is None:
+            self._sessionless = self._new_writer("http")
+        return self._sessionless, messages
+
+    def _upstream_headers(self, req_headers: list[tuple[bytes, bytes]], body: bytes
+                          ) -> list[tuple[bytes, bytes]]:
+        out = [(b"host", self.upstream_netloc.encode())]
+        if body:
+            out.append((b"content-length", str(len(body)).encode()))
+        for k, v in req_headers:
+            if k == b"origin" and self.listen_origin and v.decode("latin-1") == self.listen_origin:
+                v = self.upstream_origin.encode()
+            out.append((k, v))
+        return out
+
+    async def _upstream_failed(self, send: Any, writer: SessionWriter | None, exchange: int,
+                               status: int, message: str, rid: str | None) -> None:
+        text = f"mcprec: {message}"
+        body = _jsonrpc_error_body(orjson.loads(rid) if rid else None, text)
+        if writer is not None:
+            writer.message(SERVER_TO_CLIENT, body, http={"exchange": exchange, "status": status,
+                                                         "error": message, "synthetic": True},
+                           context=rid)
+        print(text, file=sys.stderr, flush=True)
+        await send_simple(send, status, body)
+
+    async def _relay(self, scope: dict[str, Any], receive: Any, send: Any, resp: Any,
+                     writer: SessionWriter | None, exchange: int, sid: str | None,
+                     rid: str | None, method: str) -> None:
+        import httpx
+
+        new_sid = resp.headers.get("mcp-session-id")
+        if new_sid and writer is not None and new_sid not in self._writers:
+            self._writers[new_sid] = writer
+        content_type = resp.headers.get("content-type", "")
+        is_sse = content_type.startswith("text/event-stream")
+        resp_headers = [(k, v) for k, v in resp.headers.raw if k.lower() not in HOP_BY_HOP]
+        meta: dict[str, Any] = {
+            "exchange": exchange, "status": resp.status_code,
+            "content_type": "sse" if is_sse else ("json" if "json" in content_type else
+                                                   content_type.split(";")[0] or None),
+            "stream": "get" if method == "GET" else method.lower(),
+            "headers": redact_headers((k.decode("latin-1"), v.decode("latin-1"))
+                                      for k, v in resp_headers),
+        }
+        if method == "DELETE":
+            await self._send_whole(send, resp, resp_headers)
+            w = self._writers.pop(sid, None) if sid else None
+            if w is not None and 200 <= resp.status_code < 300:
+                await asyncio.to_thread(w.close, status="complete")
+            return
+        if not is_sse:
+            body = await self._send_whole(send, resp, resp_headers)
+            if writer is not None and body and ("json" in content_type or resp.status_code >= 400):
+                body = _decoded(body, resp.headers.get("content-encoding"))
+                writer.message(SERVER_TO_CLIENT, body, http=meta, context=rid)
+            return
+        # SSE: stream it on, chunk by chunk; record each event as it completes
+        await send({"type": "http.response.start", "status": resp.status_code,
+                    "headers": resp_headers})
+        parser = SSEParser()
+        context = rid if method == "POST" else None
+        legacy_rewrite = method == "GET" and sid is None
+        gone = asyncio.Event()
+        watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, gone, resp))
+        try:
+            async for chunk in resp.aiter_raw():
+                if legacy_rewrite:
+                    events = parser.feed(chunk)
+                    chunk, writer = self._legacy_endpoint(chunk, events, writer)
+                    legacy_rewrite = False
+                else:
+                    events = parser.feed(chunk)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if writer is None:
+                    if method == "GET" and sid is None and self._sessionless is None:
+                        self._sessionless = self._new_writer("http")
+                    writer = self._sessionless
+                for ev in events:
+                    if ev.event == "endpoint" or writer is None:
+                        continue
+                    m = dict(meta) if meta else {"exchange": exchange}
+                    if ev.id is not None:
+                        m["event_id"] = ev.id
+                    if ev.event != "message":
+                        m["event"] = ev.event
+                    writer.message(SERVER_TO_CLIENT, ev.data, http=m,
+                                   context=context if writer.session.transport != "sse" else
+                                   "auto")
+                    meta = {}
+        except (httpx.ReadError, httpx.RemoteProtocolError, httpx.ReadTimeout) as e:
+            if gone.is_set():
+                return
+            if writer is not None:
+                writer.message(SERVER_TO_CLIENT, b"", http={
+                    "exchange": exchange, "error": f"upstream dropped the stream: {e!r}",
+                    "synthetic": True}, context=None)
+            print(f"mcprec: upstream dropped an SSE stream ({method} {scope['path']}); "
+                  "dropping the client's too", file=sys.stderr, flush=True)
+            raise AbortStream() from None
+        finally:
+            watcher.cancel()
+        if not gone.is_set():
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _legacy_endpoint(self, chunk: bytes, events: list[Any], writer: SessionWriter | None
+                         ) -> tuple[bytes, SessionWriter | None]:
+        """On a legacy SSE stream, the first event names the POST endpoint: start a session for
+        it, and point absolute endpoint URLs at the proxy instead of the upstream."""
+        for ev in events:
+            if ev.event != "endpoint":
+                continue
+            endpoint = ev.data.decode("utf-8", "replace")
+            if endpoint.startswith(self.upstream_origin) and self.listen_origin:
+                chunk = chunk.replace(self.upstream_origin.encode(), self.listen_origin.encode(), 1)
+                endpoint = endpoint[len(self.upstream_origin):]
+            parts = urlsplit(endpoint)
+            key = parts.path + (f"?{parts.query}" if parts.query else "")
+            writer = self._legacy[key] = self._new_writer("sse")
+            writer.message(SERVER_TO_CLIENT, ev.data, http={"event": "endpoint"}, context=None)
+            return chunk, writer
+        return chunk, writer
+
+    async def _send_whole(self, send: Any, resp: Any, headers: list[tuple[bytes, bytes]]) -> bytes:
+        body = b"".join([chunk async for chunk in resp.aiter_raw()])  # as sent: still encoded
+        await send({"type": "http.response.start", "status": resp.status_code,
+                    "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+        return body
+
+
+def _decoded(body: bytes, encoding: str | None) -> bytes:
+    """The body as the client's HTTP library will see it, for the cassette."""
+    if not encoding or encoding == "identity":
+        return body
+    import zlib
+
+    try:
+        if encoding in ("gzip", "x-gzip"):
+            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
+        if encoding == "deflate":
+            try:
+                return zlib.decompress(body)
+            except zlib.error:
+                return zlib.decompress(body, -zlib.MAX_WBITS)
+    except zlib.error:
+        pass
+    return body
+
+
+async def _watch_disconnect(receive: Any, gone: asyncio.Event, resp: Any) -> None:
+    """When the client leaves mid-stream, close the upstream stream too: never hang on it."""
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            gone.set()
+            with contextlib.suppress(Exception):
+                await resp.aclose()
+            return

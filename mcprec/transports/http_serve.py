@@ -1,0 +1,169 @@
+"""Listening for HTTP: binding (with clear errors), serving an ASGI app with uvicorn, and the
+checks every mcprec HTTP endpoint makes (Origin and Host, against DNS rebinding)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import socket
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import UsageError
+
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
+                    Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``127.0.0.1:8080`` / ``:8080`` / ``8080`` / ``[::1]:0`` -> (host, port)."""
+    text = value.strip()
+    host = "127.0.0.1"
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            raise UsageError(f"cannot parse --listen {value!r}; use HOST:PORT")
+        host, text = text[1:end], text[end + 1:].lstrip(":")
+    elif ":" in text:
+        h, _, text = text.rpartition(":")
+        host = h or host
+    try:
+        port = int(text)
+    except ValueError:
+        raise UsageError(f"cannot parse --listen {value!r}; use HOST:PORT, e.g. 127.0.0.1:8080")
+    if not 0 <= port <= 65535:
+        raise UsageError(f"port {port} is out of range (0-65535)")
+    return host, port
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket, or a one-line error saying why not (port in use, bad address)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise UsageError(
+                f"cannot listen on {host}:{port}: the port is in use; choose another with "
+                "--listen HOST:PORT (port 0 picks a free one)"
+            ) from None
+        raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    sock.setblocking(False)
+    return sock
+
+
+def url_of(sock: socket.socket, path: str = "/mcp") -> str:
+    host, port = sock.getsockname()[:2]
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}{path}"
+
+
+async def serve_app(
+    app: ASGIApp,
+    sock: socket.socket,
+    *,
+    on_ready: Callable[[], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve ``app`` on ``sock`` until SIGINT/SIGTERM (or ``stop`` is set)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app, log_config=None, log_level="critical", access_log=False, lifespan="off", ws="none",
+        timeout_graceful_shutdown=1, timeout_keep_alive=30, server_header=False,
+        date_header=False,
+    )
+    server = uvicorn.Server(config)
+    quiet_uvicorn()
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    while not server.started and not task.done():
+        await asyncio.sleep(0.005)
+    if on_ready is not None and server.started:
+        on_ready()
+    if stop is not None:
+        waiter = asyncio.get_running_loop().create_task(stop.wait())
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if not task.done():
+            server.should_exit = True
+        waiter.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def header(scope: dict[str, Any], name: bytes) -> str | None:
+    for k, v in scope["headers"]:
+        if k == name:
+            return v.decode("latin-1")
+    return None
+
+
+def origin_allowed(origin: str | None, allowed: Iterable[str] = ()) -> bool:
+    """No Origin (not a browser), a local one, or one the user allowed."""
+    if origin is None:
+        return True
+    if origin in allowed or "*" in allowed:
+        return True
+    host = urlsplit(origin).hostname
+    return host in LOCAL_HOSTS if host else False
+
+
+def host_allowed(host_header: str | None, bound_host: str, allowed: Iterable[str] = ()) -> bool:
+    """Against DNS rebinding: a local listener answers only to local Host names."""
+    if host_header is None:
+        return True
+    name = urlsplit(f"//{host_header}").hostname or ""
+    if name in allowed or "*" in allowed:
+        return True
+    if bound_host in LOCAL_HOSTS:
+        return name in LOCAL_HOSTS
+    return True
+
+
+async def send_simple(send: Callable[[dict[str, Any]], Awaitable[None]], status: int,
+                      body: bytes, content_type: bytes = b"application/json",
+                      headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", content_type),
+                            (b"content-length", str(len(body)).encode()), *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class ClientGone(Exception):
+    """The HTTP client disconnected before its request was read."""
+
+
+class BodyTooLarge(Exception):
+    """The request body is larger than the configured limit."""
+
+
+async def read_body(receive: Callable[[], Awaitable[dict[str, Any]]], limit: int) -> bytes:
+    """The whole request body; raises ``BodyTooLarge`` or ``ClientGone``."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            raise ClientGone()
+        chunk = msg.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge()
+        parts.append(chunk)
+        if not msg.get("more_body"):
+            return b"".join(parts)
+
+
+def quiet_uvicorn() -> None:
+    """An aborted stream is an expected event here, not an 'Exception in ASGI application'."""
+    import logging
+
+    logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
