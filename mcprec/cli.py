@@ -148,10 +148,19 @@ def _timing(value: str) -> float | None:
                    "or answer with an error.")
 @click.option("--report", type=click.Path(dir_okay=False),
               help="Write a JSON report of played/unplayed/unmatched requests here at exit.")
+@click.option("--http", "http", is_flag=True,
+              help="Serve over Streamable HTTP (and legacy HTTP+SSE at /sse) instead of stdio.")
+@click.option("--listen", default="127.0.0.1:0", show_default=True, metavar="HOST:PORT",
+              help="With --http: where to listen; port 0 picks a free port. The URL is printed "
+                   "on stdout.")
+@click.option("--path", "url_path", default="/mcp", show_default=True,
+              help="With --http: the endpoint path to announce.")
+@click.option("--allow-origin", "allow_origin", multiple=True, metavar="ORIGIN",
+              help="With --http: an Origin to accept besides local ones (repeatable).")
 @click.argument("server", nargs=-1, type=click.UNPROCESSED)
 def replay(cassette: str, session: str | None, mode: str, timing: str, strict_order: bool,
-           ignore: tuple[str, ...], repeat: str, report: str | None,
-           server: tuple[str, ...]) -> None:
+           ignore: tuple[str, ...], repeat: str, report: str | None, http: bool, listen: str,
+           url_path: str, allow_origin: tuple[str, ...], server: tuple[str, ...]) -> None:
     """Serve a recorded session from CASSETTE as a stdio MCP server.
 
     Launch `mcprec replay CASSETTE` wherever the client would launch the real server. Requests
@@ -164,6 +173,15 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, strict_or
 
     options = MatchOptions(ignore=ignore, strict_order=strict_order,
                            repeat=repeat)  # type: ignore[arg-type]
+    if http:
+        if mode != "none":
+            raise click.UsageError("--http replays only (--mode none); record HTTP servers with "
+                                   "`mcprec record --target URL`")
+        from .replay import replay_http
+
+        sys.exit(replay_http(cassette, session=session, listen=listen, path=url_path,
+                             options=options, timing=_timing(timing), report=report,
+                             allowed_origins=allow_origin))
     code = replay_stdio(cassette, session=session, mode=mode, server=list(server),
                         options=options, timing=_timing(timing), report=report)
     sys.exit(code)

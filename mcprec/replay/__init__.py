@@ -25,7 +25,8 @@ from .engine import ReplaySession, check_replayable
 Mode = Literal["none", "once", "new_episodes", "all"]
 MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all")
 
-__all__ = ["MODES", "MatchOptions", "Mode", "ReplaySession", "replay_stdio", "needs_recording"]
+__all__ = ["MODES", "MatchOptions", "Mode", "ReplaySession", "needs_recording", "replay_http",
+           "replay_stdio"]
 
 
 def needs_recording(path: Path, session: str | None, mode: str) -> bool:
@@ -99,7 +100,66 @@ def replay_stdio(
 
         engine = asyncio.run(serve_stdio(make))
         if report is not None:
-            Path(report).write_bytes(orjson.dumps(engine.report(), option=orjson.OPT_INDENT_2))
+            _write_report(report, [engine])
+    finally:
+        c.close()
+    return 0
+
+
+def _write_report(report: str | os.PathLike[str], engines: list[ReplaySession]) -> None:
+    data: Any = engines[0].report() if len(engines) == 1 else {
+        "sessions": [e.report() for e in engines],
+        "unplayed": [u for e in engines for u in e.report()["unplayed"]] if engines else [],
+        "unmatched": [u for e in engines for u in e.report()["unmatched"]],
+    }
+    Path(report).write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+
+
+def replay_http(
+    cassette: str | os.PathLike[str],
+    *,
+    session: str | None = None,
+    listen: str = "127.0.0.1:0",
+    path: str = "/mcp",
+    options: MatchOptions | None = None,
+    timing: float | None = None,
+    report: str | os.PathLike[str] | None = None,
+    allowed_origins: Sequence[str] = (),
+    on_ready: Any = None,
+) -> int:
+    """Serve a recorded session over Streamable HTTP (and legacy HTTP+SSE at ``/sse``) until
+    SIGINT/SIGTERM. Prints the URL on stdout once listening (port 0 picks a free port)."""
+    from ..record import use_fast_loop
+    from ..transports.http_serve import bind, parse_listen, serve_app, url_of
+    from .http import ReplayApp
+
+    host, port = parse_listen(listen)
+    c = Cassette.open(cassette)
+    try:
+        s = c.session(session)
+        check_replayable(c, s)
+        sock = bind(host, port)
+        app = ReplayApp(c, s, options=options, timing=timing, bound_host=host,
+                        allowed_origins=tuple(allowed_origins))
+        url = url_of(sock, path)
+
+        def ready() -> None:
+            print(url, flush=True)
+            print(f"mcprec: replaying session {s.name!r} of {cassette} at {url}",
+                  file=sys.stderr, flush=True)
+            if on_ready is not None:
+                on_ready(url)
+
+        async def main() -> None:
+            try:
+                await serve_app(app, sock, on_ready=ready)
+            finally:
+                await app.aclose()
+
+        use_fast_loop()
+        asyncio.run(main())
+        if report is not None:
+            _write_report(report, app.engines())
     finally:
         c.close()
     return 0

@@ -96,6 +96,8 @@ class ReplaySession:
         self._next_id = 0
         self._notes: dict[str, list[Message]] = {}
         self._notes_next: dict[str, int] = {}
+        self.modes: dict[str, str] = {}
+        """Per client request id text: how the recorded answer came over HTTP (json or sse)."""
         self._handling_cache: dict[int, list[Message]] = {}
         self._followers_cache: dict[int, list[Message]] = {}
         self.client_answers: list[tuple[Message, dict[str, Any]]] = []
@@ -175,6 +177,10 @@ class ReplaySession:
         req = found.request
         token = _progress_token(obj)
         script = self._handling(req.seq)
+        if script and script[-1].http:
+            self.modes[key] = script[-1].http.get("content_type") or ""
+        elif len(script) > 1:
+            self.modes[key] = "sse"
         await self._play(script, (started, req.t_ns), rid, token, related=key)
         # what the server then sent on its own (e.g. list_changed) comes after the answer
         followers = self._followers(req.seq)
@@ -306,6 +312,8 @@ class ReplaySession:
         related: str | None = None,
     ) -> None:
         for m in messages:
+            if m.http is not None and m.http.get("synthetic"):
+                continue  # a transport failure noted by the recorder, not a message
             if self.timing is not None and clock is not None:
                 due = clock[0] + max(0, m.t_ns - clock[1]) / 1e9 * self.timing
                 delay = due - time.monotonic()

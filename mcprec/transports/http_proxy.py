@@ -342,8 +342,8 @@ class RecordingProxy:
                 endpoint = endpoint[len(self.upstream_origin):]
             parts = urlsplit(endpoint)
             key = parts.path + (f"?{parts.query}" if parts.query else "")
+            # the endpoint event is transport plumbing, not an MCP message: not recorded as one
             writer = self._legacy[key] = self._new_writer("sse")
-            writer.message(SERVER_TO_CLIENT, ev.data, http={"event": "endpoint"}, context=None)
             return chunk, writer
         return chunk, writer
 

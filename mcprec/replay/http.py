@@ -1,0 +1,282 @@
+"""Serving a replay over HTTP: Streamable HTTP, and the legacy HTTP+SSE transport.
+
+Every client session (``initialize`` → a new ``Mcp-Session-Id``; or one legacy SSE connection)
+gets its own engine and replays the recording independently. Answers go out in the recorded
+mode (a JSON body, or an SSE stream carrying the request's notifications and server requests
+before the response); messages the server sent on its own go on the session's GET stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+
+from .. import wire
+from ..cassette import Cassette, Session
+from ..matching import MatchOptions
+from ..transports.http_serve import (
+    BodyTooLarge, ClientGone, header, host_allowed, origin_allowed, read_body, send_simple,
+)
+from ..transports.sse import format_event
+from .engine import ReplaySession
+
+MAX_BODY = 64 * 1024 * 1024
+GET_BUFFER = 10_000
+SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
+               (b"x-accel-buffering", b"no")]
+
+
+@dataclass
+class _ClientSession:
+    id: str
+    engine: ReplaySession
+    legacy: bool = False
+    streams: dict[str, asyncio.Queue[bytes]] = field(default_factory=dict)
+    background: asyncio.Queue[bytes] = field(default_factory=lambda: asyncio.Queue(GET_BUFFER))
+
+
+def _error(rid: Any, code: int, message: str) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
+
+
+class ReplayApp:
+    """An ASGI app replaying one recorded session to any number of HTTP clients."""
+
+    def __init__(
+        self,
+        cassette: Cassette,
+        session: Session,
+        *,
+        options: MatchOptions | None = None,
+        timing: float | None = None,
+        bound_host: str = "127.0.0.1",
+        allowed_origins: tuple[str, ...] = (),
+        allowed_hosts: tuple[str, ...] = (),
+    ) -> None:
+        self.cassette = cassette
+        self.session = session
+        self.options = options
+        self.timing = timing
+        self.bound_host = bound_host
+        self.allowed_origins = allowed_origins
+        self.allowed_hosts = allowed_hosts
+        self.sessions: dict[str, _ClientSession] = {}
+        self.finished: list[ReplaySession] = []
+        self._sessionless: _ClientSession | None = None
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    def _new_session(self, legacy: bool = False) -> _ClientSession:
+        sid = secrets.token_hex(16)
+        holder: list[_ClientSession] = []
+
+        async def send(data: bytes, related: str | None) -> None:
+            cs = holder[0]
+            queue = None if cs.legacy or related is None else cs.streams.get(related)
+            target = queue if queue is not None else cs.background
+            with contextlib.suppress(asyncio.QueueFull):
+                target.put_nowait(data)
+
+        engine = ReplaySession(self.cassette, self.session, send, options=self.options,
+                               timing=self.timing)
+        cs = _ClientSession(sid, engine, legacy)
+        holder.append(cs)
+        self.sessions[sid] = cs
+        return cs
+
+    async def _end_session(self, cs: _ClientSession) -> None:
+        self.sessions.pop(cs.id, None)
+        await cs.engine.aclose()
+        self.finished.append(cs.engine)
+
+    async def aclose(self) -> None:
+        for cs in list(self.sessions.values()):
+            await self._end_session(cs)
+
+    def engines(self) -> list[ReplaySession]:
+        return [*self.finished, *(cs.engine for cs in self.sessions.values())]
+
+    # --- ASGI -------------------------------------------------------------------------------
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        if not origin_allowed(header(scope, b"origin"), self.allowed_origins):
+            await send_simple(send, 403, _error(None, -32000, "mcprec: Origin not allowed"))
+            return
+        if not host_allowed(header(scope, b"host"), self.bound_host, self.allowed_hosts):
+            await send_simple(send, 421, _error(None, -32000, "mcprec: Host not allowed"))
+            return
+        try:
+            await self._route(scope, receive, send)
+        except ClientGone:
+            return
+
+    async def _route(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        method = scope["method"]
+        path = scope["path"].rstrip("/")
+        if method == "GET" and path.endswith("/sse") and header(scope, b"mcp-session-id") is None:
+            await self._legacy_stream(scope, receive, send)
+        elif method == "POST" and path.endswith("/messages"):
+            await self._legacy_post(scope, receive, send)
+        elif method == "POST":
+            await self._post(scope, receive, send)
+        elif method == "GET":
+            await self._get(scope, receive, send)
+        elif method == "DELETE":
+            cs = self.sessions.get(header(scope, b"mcp-session-id") or "")
+            if cs is None:
+                await send_simple(send, 404, _error(None, -32001, "Session not found"))
+                return
+            await self._end_session(cs)
+            await send_simple(send, 200, b"")
+        else:
+            await send_simple(send, 405, _error(None, -32000, "Method not allowed"),
+                              headers=[(b"allow", b"GET, POST, DELETE")])
+
+    async def _post(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        try:
+            body = await read_body(receive, MAX_BODY)
+        except BodyTooLarge:
+            await send_simple(send, 413, _error(None, -32600, "mcprec: request body too large"))
+            return
+        c = wire.classify(body)
+        if c.kind == wire.INVALID:
+            code, msg = (-32700, "Parse error") if c.obj is None else (-32600, "Invalid Request")
+            await send_simple(send, 400, _error(None, code, msg))
+            return
+        if c.kind == wire.BATCH:
+            await send_simple(send, 400, _error(None, -32600, "mcprec: batches are not replayed "
+                                                "over HTTP; send one message per POST"))
+            return
+        sid = header(scope, b"mcp-session-id")
+        extra: list[tuple[bytes, bytes]] = []
+        if sid is not None:
+            cs = self.sessions.get(sid)
+            if cs is None:
+                await send_simple(send, 404, _error(None, -32001, "Session not found"))
+                return
+        elif c.kind == wire.REQUEST and c.method == "initialize":
+            cs = self._new_session()
+            extra.append((b"mcp-session-id", cs.id.encode()))
+        else:
+            if self._sessionless is None:  # stateless clients: one shared replay
+                self._sessionless = self._new_session()
+            cs = self._sessionless
+        if c.kind != wire.REQUEST:
+            await cs.engine.receive(body)
+            await send({"type": "http.response.start", "status": 202, "headers": extra})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await self._answer(cs, c, body, scope, send, extra)
+
+    async def _answer(self, cs: _ClientSession, c: wire.Classified, body: bytes,
+                      scope: dict[str, Any], send: Any, extra: list[tuple[bytes, bytes]]) -> None:
+        key = c.rpc_id or "null"
+        queue: asyncio.Queue[bytes] = asyncio.Queue()
+        cs.streams[key] = queue
+        accepts_sse = "text/event-stream" in (header(scope, b"accept") or "text/event-stream")
+        try:
+            await cs.engine.receive(body)
+            first = await queue.get()
+            mode = cs.engine.modes.get(key, "")
+            if _is_answer(first, key) and (mode != "sse" or not accepts_sse):
+                await send_simple(send, 200, first, headers=extra)
+                return
+            if not accepts_sse:  # the client cannot take a stream: the rest goes to GET
+                cs.streams.pop(key, None)
+                await cs.background.put(first)
+                await send_simple(send, 200, await self._final(cs, key, queue), headers=extra)
+                return
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [*SSE_HEADERS, *extra]})
+            n = 0
+            msg = first
+            while True:
+                n += 1
+                await send({"type": "http.response.body", "body": format_event(
+                    msg, id=f"{cs.id[:8]}-{key}-{n}"), "more_body": True})
+                if _is_answer(msg, key):
+                    break
+                msg = await queue.get()
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            cs.streams.pop(key, None)
+
+    async def _final(self, cs: _ClientSession, key: str, queue: asyncio.Queue[bytes]) -> bytes:
+        while True:
+            msg = await queue.get()
+            if _is_answer(msg, key):
+                return msg
+            await cs.background.put(msg)
+
+    async def _get(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if "text/event-stream" not in (header(scope, b"accept") or ""):
+            await send_simple(send, 406, _error(None, -32000, "GET needs Accept: "
+                                                "text/event-stream"))
+            return
+        sid = header(scope, b"mcp-session-id")
+        cs = self.sessions.get(sid or "")
+        if cs is None:
+            await send_simple(send, 404 if sid else 400,
+                              _error(None, -32001, "Session not found" if sid else
+                                     "Mcp-Session-Id header required"))
+            return
+        await self._stream_background(cs, receive, send, first=None)
+
+    async def _stream_background(self, cs: _ClientSession, receive: Any, send: Any,
+                                 first: bytes | None) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        if first is not None:
+            await send({"type": "http.response.body", "body": first, "more_body": True})
+        gone = asyncio.get_running_loop().create_task(_disconnected(receive))
+        try:
+            while cs.id in self.sessions:
+                getter = asyncio.get_running_loop().create_task(cs.background.get())
+                done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if gone in done:
+                    getter.cancel()
+                    return
+                await send({"type": "http.response.body", "body": format_event(getter.result()),
+                            "more_body": True})
+        finally:
+            gone.cancel()
+            if cs.legacy:
+                await self._end_session(cs)
+
+    async def _legacy_stream(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        cs = self._new_session(legacy=True)
+        prefix = scope["path"].rstrip("/")[: -len("/sse")]
+        endpoint = f"{prefix}/messages?session_id={cs.id}".encode()
+        await self._stream_background(cs, receive, send,
+                                      first=format_event(endpoint, event="endpoint"))
+
+    async def _legacy_post(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        cs = self.sessions.get((query.get("session_id") or [""])[0])
+        if cs is None or not cs.legacy:
+            await send_simple(send, 404, _error(None, -32001, "Session not found"))
+            return
+        try:
+            body = await read_body(receive, MAX_BODY)
+        except BodyTooLarge:
+            await send_simple(send, 413, _error(None, -32600, "mcprec: request body too large"))
+            return
+        await cs.engine.receive(body)
+        await send_simple(send, 202, b"Accepted", content_type=b"text/plain")
+
+
+def _is_answer(data: bytes, key: str) -> bool:
+    c = wire.classify(data)
+    return c.kind in (wire.RESPONSE, wire.ERROR) and (c.rpc_id or "null") == key
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
