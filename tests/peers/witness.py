@@ -8,6 +8,7 @@ threads, no parsing) so that it shares no code with the tap under test. Exits wi
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -31,6 +32,8 @@ def main() -> int:
     assert sys.argv[2] == "--", "usage: witness.py DIR -- COMMAND..."
     out_dir.mkdir(parents=True, exist_ok=True)
     child = subprocess.Popen(sys.argv[3:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # pass them on, leave no orphan
+        signal.signal(sig, lambda signum, frame: child.send_signal(signum))
     assert child.stdin is not None and child.stdout is not None
     c2s = threading.Thread(
         target=pump, args=(0, child.stdin.fileno(), out_dir / "c2s.bin", True), daemon=True
