@@ -116,6 +116,43 @@ def mcprec_server(
     yield rs
 
 
+@pytest.fixture
+def mcprec_http_server(
+    request: pytest.FixtureRequest, mcprec_cassette: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Any]:
+    """A running ``mcprec replay --http`` for this test's cassette; ``.url`` is the endpoint."""
+    from .testing import replay_http_server
+
+    kwargs = _marker_kwargs(request)
+    if not mcprec_cassette.exists():
+        pytest.fail(f"mcprec: no cassette at {mcprec_cassette}; record one with "
+                    "`mcprec record --target URL -c PATH`", pytrace=False)
+    options = MatchOptions(
+        ignore=tuple(kwargs.get("ignore", ())),
+        strict_order=bool(kwargs.get("strict_order", False)),
+        repeat=kwargs.get("repeat", "last"),
+    )
+    report = tmp_path_factory.mktemp("mcprec") / "report.json"
+    with replay_http_server(mcprec_cassette, session=kwargs.get("session"), options=options,
+                            timing=str(kwargs.get("timing", "none")),
+                            report_path=report) as server:
+        yield server
+    if kwargs.get("assert_all_played"):
+        _check_played(server.report(), mcprec_cassette)
+
+
+def _check_played(report: dict[str, Any], cassette: Path) -> None:
+    unplayed = report.get("unplayed") or []
+    unmatched = report.get("unmatched") or []
+    if unplayed or unmatched:
+        lines = [f"mcprec: {len(unplayed)} recorded request(s) were never played"
+                 f" and {len(unmatched)} request(s) had no recorded match in {cassette}"]
+        lines += [f"  unplayed: seq {u['seq']} {u['method']}" for u in unplayed[:20]]
+        lines += [f"  unmatched: {u['method']} id={u['id']}" for u in unmatched[:20]]
+        pytest.fail("\n".join(lines), pytrace=False)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     outcome = yield
@@ -125,12 +162,4 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     rs, assert_all_played = entry
     if not assert_all_played or rs.mode in ("all",):
         return
-    report = rs.report()
-    unplayed = report.get("unplayed") or []
-    unmatched = report.get("unmatched") or []
-    if unplayed or unmatched:
-        lines = [f"mcprec: {len(unplayed)} recorded request(s) were never played"
-                 f" and {len(unmatched)} request(s) had no recorded match in {rs.cassette}"]
-        lines += [f"  unplayed: seq {u['seq']} {u['method']}" for u in unplayed[:20]]
-        lines += [f"  unmatched: {u['method']} id={u['id']}" for u in unmatched[:20]]
-        pytest.fail("\n".join(lines), pytrace=False)
+    _check_played(rs.report(), rs.cassette)

@@ -164,3 +164,83 @@ async def replay_streams(
         await to_client_send.aclose()
     finally:
         c.close()
+
+
+@dataclass
+class HTTPReplayServer:
+    """A running ``mcprec replay --http`` subprocess: ``.url`` is its endpoint."""
+
+    url: str
+    process: Any
+    report_path: Path | None
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """Stop it (SIGINT, as Ctrl-C would) and return its exit code."""
+        import signal
+        import subprocess
+
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return int(self.process.returncode)
+
+    def report(self) -> dict[str, Any]:
+        if self.report_path is None or not self.report_path.exists():
+            raise ReplayError("no replay report: stop() the server first")
+        return orjson.loads(self.report_path.read_bytes())  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def replay_http_server(
+    cassette: str | os.PathLike[str],
+    *,
+    session: str | None = None,
+    options: MatchOptions | None = None,
+    timing: str = "none",
+    report_path: str | os.PathLike[str] | None = None,
+    startup_timeout: float = 20.0,
+) -> Any:
+    """Run ``mcprec replay --http`` on a free port for the duration of the block; yields an
+    ``HTTPReplayServer`` whose ``url`` the client under test connects to."""
+    import subprocess
+    import threading
+
+    opts = options or MatchOptions()
+    argv = [sys.executable, "-m", "mcprec", "replay", str(cassette), "--http", "--listen",
+            "127.0.0.1:0", "--timing", timing, "--repeat", opts.repeat]
+    if session:
+        argv += ["--session", session]
+    if opts.strict_order:
+        argv.append("--strict-order")
+    for path in opts.ignore:
+        argv += ["--ignore", path]
+    if report_path is not None:
+        argv += ["--report", str(report_path)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines: list[bytes] = []
+    got = threading.Event()
+
+    def read_url() -> None:
+        assert proc.stdout is not None
+        lines.append(proc.stdout.readline())
+        got.set()
+
+    threading.Thread(target=read_url, daemon=True).start()
+    if not got.wait(startup_timeout) or not lines[0].strip():
+        proc.kill()
+        _, err = proc.communicate()
+        raise ReplayError(f"mcprec replay --http did not start: {err.decode(errors='replace')}")
+    server = HTTPReplayServer(lines[0].decode().strip(), proc,
+                              Path(report_path) if report_path is not None else None)
+    try:
+        yield server
+    finally:
+        server.stop()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        if proc.stderr is not None:
+            proc.stderr.close()
