@@ -1,0 +1,188 @@
+"""The mock client: re-drive a real (new) server with a session's recorded client traffic.
+
+Client messages are sent in recorded order, each once the responses the client had seen before
+sending it (in the recording) have arrived from the new server. Requests the new server makes of
+the client (sampling, elicitation, roots, ping) are answered from the recording: the n-th request
+of a method gets the recorded answer to the n-th recorded one, under the new server's id. The new
+run is recorded as a session of its own, to be diffed against the original.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .. import wire
+from ..cassette import Cassette, Message, Session, SessionWriter
+from ..errors import ServerStartError
+
+DEFAULT_TIMEOUT_S = 30.0
+
+
+@dataclass
+class DriveResult:
+    sent: int = 0
+    answered: int = 0
+    timed_out: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    server_requests_unanswerable: list[str] = field(default_factory=list)
+
+
+class StdioDriver:
+    """Plays the client side of ``session`` against the server ``argv``, recording to ``writer``."""
+
+    def __init__(self, cassette: Cassette, session: Session, argv: Sequence[str],
+                 writer: SessionWriter, *, timeout: float = DEFAULT_TIMEOUT_S,
+                 env: dict[str, str] | None = None) -> None:
+        self.cassette = cassette
+        self.session = session
+        self.argv = list(argv)
+        self.writer = writer
+        self.timeout = timeout
+        self.env = env
+        self.result = DriveResult()
+        self._answers: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._server_requests_seen: dict[str, int] = defaultdict(int)
+        self._recorded_server_requests: dict[str, list[Message]] = {}
+        self._proc: asyncio.subprocess.Process | None = None
+
+    async def run(self) -> DriveResult:
+        messages = list(self.cassette.messages(self.session))
+        for m in messages:
+            if m.direction == wire.SERVER_TO_CLIENT and m.kind == wire.REQUEST and m.method:
+                self._recorded_server_requests.setdefault(m.method, []).append(m)
+        answered_before = _answers_seen_before(messages)
+        answered = {m.reply_to for m in messages if m.direction == wire.SERVER_TO_CLIENT
+                    and m.kind in (wire.RESPONSE, wire.ERROR)}
+        expected = [m.rpc_id for m in messages if m.direction == wire.CLIENT_TO_SERVER
+                    and m.kind == wire.REQUEST and m.seq in answered and m.rpc_id is not None]
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=self.env, limit=1 << 30,
+            )
+        except OSError as e:
+            raise ServerStartError(f"cannot start server {self.argv[0]}: {e.strerror or e}") from e
+        reader = asyncio.get_running_loop().create_task(self._read())
+        errors = asyncio.get_running_loop().create_task(self._read_stderr())
+        try:
+            for m in messages:
+                if m.direction != wire.CLIENT_TO_SERVER or m.kind in (wire.RESPONSE, wire.ERROR):
+                    continue  # answers to the server's requests are sent as those arrive
+                for rid in answered_before.get(m.seq, ()):
+                    await self._wait_answer(rid)
+                if m.kind == wire.REQUEST and m.rpc_id is not None:
+                    self._answers.setdefault(m.rpc_id, asyncio.get_running_loop().create_future())
+                await self._send(m.raw)
+                self.result.sent += 1
+            for rid in expected:  # a request cancelled in the recording was never answered
+                await self._wait_answer(rid)
+        finally:
+            await self._finish(reader, errors)
+        return self.result
+
+    async def _wait_answer(self, rid: str) -> None:
+        fut = self._answers.get(rid)
+        if fut is None or rid in self.result.timed_out:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), self.timeout)
+        except asyncio.TimeoutError:
+            self.result.timed_out.append(rid)
+
+    async def _send(self, raw: bytes) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        self.writer.message(wire.CLIENT_TO_SERVER, raw)
+        try:
+            self._proc.stdin.write(raw + b"\n")
+            await self._proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    async def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        while line := await self._proc.stdout.readline():
+            raw = line[:-1] if line.endswith(b"\n") else line
+            self.writer.message(wire.SERVER_TO_CLIENT, raw)
+            c = wire.classify(raw)
+            if c.kind in (wire.RESPONSE, wire.ERROR) and c.rpc_id is not None:
+                fut = self._answers.get(c.rpc_id)
+                if fut is not None and not fut.done():
+                    fut.set_result(c.obj)
+                    self.result.answered += 1
+            elif c.kind == wire.REQUEST and c.method is not None:
+                await self._answer_server(c)
+
+    async def _answer_server(self, c: wire.Classified) -> None:
+        method = c.method or ""
+        n = self._server_requests_seen[method]
+        self._server_requests_seen[method] += 1
+        recorded = self._recorded_server_requests.get(method, [])
+        answer = self.cassette.answer(self.session, recorded[n].seq) if n < len(recorded) else None
+        rid = c.obj.get("id")
+        if answer is not None and isinstance(answer.json, dict):
+            reply = {**answer.json, "id": rid}
+        elif method == "ping":
+            reply = {"jsonrpc": "2.0", "id": rid, "result": {}}
+        else:
+            self.result.server_requests_unanswerable.append(method)
+            reply = {"jsonrpc": "2.0", "id": rid, "error": {
+                "code": -32601, "message": f"mcprec verify: the recording has no answer to "
+                                           f"{method} #{n + 1}"}}
+        await self._send(orjson.dumps(reply))
+
+    async def _read_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        while line := await self._proc.stderr.readline():
+            self.writer.stderr_line(line.rstrip(b"\r\n"))
+
+    async def _finish(self, reader: asyncio.Task[None], errors: asyncio.Task[None]) -> None:
+        proc = self._proc
+        assert proc is not None
+        if proc.stdin is not None and not proc.stdin.is_closing():
+            proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 5.0)
+        except asyncio.TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 3.0)
+            except asyncio.TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        for task in (reader, errors):
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 2.0)
+        self.result.exit_code = proc.returncode
+
+
+def _answers_seen_before(messages: list[Message]) -> dict[int, list[str]]:
+    """For each client message (by seq): ids of the client's requests whose answers the client
+    had received before it sent that message, and had not yet waited for."""
+    out: dict[int, list[str]] = {}
+    request_id: dict[int, str] = {}
+    arrived: list[str] = []
+    for m in messages:
+        if m.direction == wire.CLIENT_TO_SERVER:
+            if m.kind == wire.REQUEST and m.rpc_id is not None:
+                request_id[m.seq] = m.rpc_id
+            if arrived:
+                out[m.seq] = arrived
+                arrived = []
+        elif m.kind in (wire.RESPONSE, wire.ERROR) and m.reply_to in request_id:
+            arrived.append(request_id[m.reply_to])
+    return out
+
+
+def drive_stdio(cassette: Cassette, session: Session, argv: Sequence[str], writer: SessionWriter,
+                *, timeout: float = DEFAULT_TIMEOUT_S) -> DriveResult:
+    """Run the mock client to completion (blocking)."""
+    return asyncio.run(StdioDriver(cassette, session, argv, writer, timeout=timeout).run())
