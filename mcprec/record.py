@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .cassette import open_session_writer
-from .cassette.writer import Redactor
+from .redact import Redactor, default_redactor
 from .errors import McprecError, ServerStartError
 from .transports.stdio import StdioTap
 
@@ -94,7 +94,8 @@ def record_stdio(
     path = Path(cassette) if cassette is not None else default_cassette(argv)
     name = session or os.environ.get(SESSION_ENV) or default_session_name(argv)
     writer = open_session_writer(
-        path, name, transport="stdio", target=list(argv), tags=tags, redact=redact
+        path, name, transport="stdio", target=list(argv), tags=tags,
+        redact=redact if redact is not None else default_redactor(),
     )
     # The writer thread must never hold the interpreter long while a chunk waits to be forwarded.
     sys.setswitchinterval(0.0005)
@@ -129,6 +130,7 @@ def record_http(
     tags: dict[str, str] | None = None,
     timeout: float = 300.0,
     on_ready: Callable[[str], None] | None = None,
+    redact: Redactor | None = None,
 ) -> int:
     """Run a recording reverse proxy in front of the MCP endpoint at ``target`` until SIGINT or
     SIGTERM; every session through it is flushed to the cassette before this returns."""
@@ -142,7 +144,8 @@ def record_http(
     path = Path(cassette) if cassette is not None else (
         Path(os.environ[CASSETTE_ENV]) if os.environ.get(CASSETTE_ENV)
         else Path(CASSETTE_DIR) / f"{slug}.db")
-    proxy = RecordingProxy(target, path, session=session, tags=tags, timeout=timeout)
+    proxy = RecordingProxy(target, path, session=session, tags=tags, timeout=timeout,
+                           redact=redact if redact is not None else default_redactor())
     sock = bind(host, port)
     url = url_of(sock, proxy.path)
     proxy.listen_origin = url[: url.index("/", len("http://"))]

@@ -1,14 +1,32 @@
 """Redaction: what must never reach a cassette in clear.
 
-One place, applied when recording and when matching during replay, so redacted requests match.
+One pipeline, applied when recording (before anything touches disk) and to incoming requests
+when matching during replay, so that redacted requests still match. Replacements keep each
+value's JSON type (a string stays a string, a number a number), so redacted messages stay valid
+for replay: protocol fields such as ``id``, ``progressToken`` or ``maxTokens`` are never touched.
+
+Defaults: secret HTTP headers; bearer tokens and well-known key formats anywhere in a message;
+values of secret-named keys (``password``, ``api_key``, ``client_secret`` ...); the values of the
+process's secret-named environment variables. User rules add JSON paths, key names and regexes,
+from the command line or from ``[tool.mcprec.redact]`` in pyproject.toml / ``[redact]`` in
+mcprec.toml.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
 
 PLACEHOLDER = "[REDACTED]"
+_PLACEHOLDER_B = PLACEHOLDER.encode()
+
+# --- headers ---------------------------------------------------------------------------------
 
 SECRET_HEADERS = frozenset({
     "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
@@ -40,3 +58,332 @@ def redact_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
             value = f"{scheme} {PLACEHOLDER}" if scheme else PLACEHOLDER
         out[lower] = f"{out[lower]}, {value}" if lower in out else value
     return out
+
+
+# --- secrets in message bodies ------------------------------------------------------------------
+
+# Well-known formats. Each matches only characters that need no escaping in JSON, so replacing
+# a match inside the raw bytes of a JSON text keeps it valid JSON.
+KNOWN_SECRET_PATTERNS: dict[str, str] = {
+    "bearer token": r"(?<=[Bb]earer )[A-Za-z0-9._~+/=-]{8,}",
+    "basic auth": r"(?<=[Bb]asic )[A-Za-z0-9+/=]{8,}",
+    "OpenAI/Anthropic key": r"sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}",
+    "GitHub token": r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})",
+    "GitLab token": r"glpat-[A-Za-z0-9_-]{20,}",
+    "Slack token": r"xox[abposr]-[A-Za-z0-9-]{10,}",
+    "AWS access key id": r"(?:AKIA|ASIA)[0-9A-Z]{16}",
+    "Google API key": r"AIza[0-9A-Za-z_-]{35}",
+    "Stripe key": r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}",
+    "JWT": r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    "private key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\s\\n]*?-----END [A-Z ]*PRIVATE "
+                   r"KEY-----",
+    "URL credentials": r"(?<=://)[^/\s:@\"\\]+:[^/\s@\"\\]+(?=@)",
+    "secret query parameter": "(?:" + "|".join(
+        f"(?<=[?&]{name}=)" for name in ("api_key", "apikey", "access_token", "token", "key",
+                                         "secret")) + r")[^&\s\"\\#]{6,}",
+}
+
+# Keys whose values are secrets. Compared after lower-casing and dropping "_" and "-", and
+# matched exactly: "progressToken" or "maxTokens" are not secrets.
+SECRET_KEYS = frozenset({
+    "password", "passwd", "pass", "secret", "clientsecret", "apikey", "apisecret", "accesstoken",
+    "refreshtoken", "idtoken", "authtoken", "sessiontoken", "token", "bearertoken",
+    "authorization", "privatekey", "secretkey", "accesskey", "awssecretaccesskey", "credentials",
+    "cookie", "setcookie",
+})
+
+_ENV_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSW|AUTH|CREDENTIAL|COOKIE|SESSION)", re.I)
+_MIN_ENV_SECRET_LEN = 8
+
+
+def _norm_key(key: str) -> str:
+    return key.lower().replace("_", "").replace("-", "")
+
+
+def env_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Values of secret-named environment variables (long enough not to be noise) -> names."""
+    env = os.environ if environ is None else environ
+    return {v: k for k, v in env.items()
+            if _ENV_SECRET_NAME.search(k) and len(v) >= _MIN_ENV_SECRET_LEN
+            and not v.startswith("/")}
+
+
+@dataclass
+class Rules:
+    """What to redact, beyond the defaults (which ``defaults=False`` turns off)."""
+
+    paths: Sequence[str] = ()
+    """JSON paths into each message, e.g. ``params.arguments.password``; ``*`` is a wildcard."""
+    keys: Sequence[str] = ()
+    """Extra key names whose values are secrets, anywhere in a message."""
+    patterns: Sequence[str] = ()
+    """Extra regular expressions; what they match is replaced inside strings."""
+    defaults: bool = True
+    env: bool = True
+    """Also redact the values of this process's secret-named environment variables."""
+    extra_values: Sequence[str] = field(default_factory=list)
+
+    def merged(self, other: Rules) -> Rules:
+        return Rules(
+            paths=(*self.paths, *other.paths), keys=(*self.keys, *other.keys),
+            patterns=(*self.patterns, *other.patterns), defaults=self.defaults and other.defaults,
+            env=self.env and other.env, extra_values=[*self.extra_values, *other.extra_values],
+        )
+
+
+class Redactor:
+    """Applies ``Rules`` to raw messages (``redact``) and finds what they would catch (``scan``)."""
+
+    def __init__(self, rules: Rules | None = None) -> None:
+        self.rules = rules = rules or Rules()
+        from .matching import parse_path
+
+        named = dict(KNOWN_SECRET_PATTERNS) if rules.defaults else {}
+        for i, p in enumerate(rules.patterns):
+            try:
+                re.compile(p)
+            except re.error as e:
+                from .errors import UsageError
+
+                raise UsageError(f"bad redaction pattern {p!r}: {e}") from None
+            named[f"pattern {i + 1}"] = p
+        values = {v: "a given secret value" for v in rules.extra_values}
+        if rules.env:
+            values.update({v: f"value of ${k}" for v, k in env_secrets().items()})
+        for v in sorted(values, key=len, reverse=True):
+            named[values[v] if values[v] not in named else f"{values[v]} ({len(named)})"] = \
+                re.escape(v)
+        self._names = list(named)
+        self._text = re.compile("|".join(f"(?P<g{i}>{p})" for i, p in enumerate(named.values())))\
+            if named else None
+        self._bytes = re.compile(
+            b"|".join(b"(" + p.encode() + b")" for p in named.values())) if named else None
+        keys = (SECRET_KEYS if rules.defaults else frozenset()) | {_norm_key(k) for k in rules.keys}
+        self._keys = frozenset(keys)
+        # a cheap pre-check on raw bytes: does any secret-named key occur at all?
+        self._key_probe = re.compile(
+            rb'"([A-Za-z_-]*)"\s*:', re.I) if self._keys else None
+        self._paths = [parse_path(p) for p in rules.paths]
+
+    # -- redaction
+
+    def redact(self, raw: bytes) -> bytes:
+        """``raw`` with every secret replaced; unchanged bytes when there is nothing to hide."""
+        needs_tree = bool(self._paths) or self._has_secret_key(raw)
+        if needs_tree:
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                needs_tree = False
+            else:
+                changed, obj = self._redact_tree(obj)
+                if changed:
+                    raw = orjson.dumps(obj)
+        if self._bytes is not None and self._bytes.search(raw):
+            raw = self._bytes.sub(_PLACEHOLDER_B, raw)
+        return raw
+
+    def redact_text(self, text: str) -> str:
+        return self._text.sub(PLACEHOLDER, text) if self._text is not None else text
+
+    def redact_value(self, value: Any) -> Any:
+        """A JSON value (argv, URL, tags ...) with secrets replaced."""
+        if isinstance(value, str):
+            return self.redact_text(value)
+        if isinstance(value, list):
+            out = [self.redact_value(v) for v in value]
+            # `--api-key VALUE` / `--token=VALUE` on a command line
+            for i in range(len(out) - 1):
+                if isinstance(out[i], str) and out[i].startswith("-") and \
+                        _norm_key(out[i].lstrip("-")) in self._keys:
+                    out[i + 1] = PLACEHOLDER
+            for i, v in enumerate(out):
+                if isinstance(v, str) and v.startswith("-") and "=" in v:
+                    k, _, _ = v.partition("=")
+                    if _norm_key(k.lstrip("-")) in self._keys:
+                        out[i] = f"{k}={PLACEHOLDER}"
+            return out
+        if isinstance(value, dict):
+            return self._redact_tree(value)[1]
+        return value
+
+    def _has_secret_key(self, raw: bytes) -> bool:
+        if self._key_probe is None:
+            return False
+        for m in self._key_probe.finditer(raw):
+            if _norm_key(m.group(1).decode("ascii", "replace")) in self._keys:
+                return True
+        return False
+
+    def _redact_tree(self, obj: Any) -> tuple[bool, Any]:
+        changed = False
+        if self._paths:
+            from .matching import remove_paths  # noqa: F401 - same path grammar as matching
+
+            for path in self._paths:
+                obj, hit = _replace_path(obj, path)
+                changed = changed or hit
+        if self._keys:
+            hit, obj = self._redact_keys(obj)
+            changed = changed or hit
+        return changed, obj
+
+    def _redact_keys(self, value: Any) -> tuple[bool, Any]:
+        if isinstance(value, dict):
+            changed = False
+            out = {}
+            for k, v in value.items():
+                if _norm_key(k) in self._keys and not isinstance(v, (dict, list)) and v is not None:
+                    out[k] = placeholder_like(v)
+                    changed = True
+                else:
+                    hit, out[k] = self._redact_keys(v)
+                    changed = changed or hit
+            return changed, out
+        if isinstance(value, list):
+            changed = False
+            items = []
+            for v in value:
+                hit, nv = self._redact_keys(v)
+                changed = changed or hit
+                items.append(nv)
+            return changed, items
+        return False, value
+
+    # -- scanning
+
+    def scan(self, raw: bytes) -> list[str]:
+        """Names of the kinds of secrets found in ``raw`` (empty when clean)."""
+        found: list[str] = []
+        if self._has_secret_key(raw):
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                obj = None
+            if obj is not None and self._redact_keys(obj)[0] and not _all_placeholders(
+                    obj, self._keys):
+                found.append("secret-named key")
+        if self._text is not None:
+            text = raw.decode("utf-8", "replace")
+            for m in self._text.finditer(text):
+                if m.group(0) == PLACEHOLDER or PLACEHOLDER in m.group(0):
+                    continue
+                name = self._names[int(m.lastgroup[1:])] if m.lastgroup else "secret"
+                if name not in found:
+                    found.append(name)
+        return found
+
+
+def placeholder_like(value: Any) -> Any:
+    """A placeholder of the same JSON type as ``value``."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return 0
+    if isinstance(value, float):
+        return 0.0
+    return PLACEHOLDER
+
+
+def _replace_path(value: Any, path: tuple[str, ...]) -> tuple[Any, bool]:
+    if not path:
+        if isinstance(value, (dict, list)):
+            return value, False
+        return placeholder_like(value), value != placeholder_like(value)
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        keys = list(value) if head == "*" else ([head] if head in value else [])
+        if not keys:
+            return value, False
+        out = dict(value)
+        hit = False
+        for k in keys:
+            out[k], h = _replace_path(out[k], rest)
+            hit = hit or h
+        return out, hit
+    if isinstance(value, list):
+        idx = range(len(value)) if head == "*" else (
+            [int(head)] if head.isdigit() and int(head) < len(value) else [])
+        out_l = list(value)
+        hit = False
+        for i in idx:
+            out_l[i], h = _replace_path(out_l[i], rest)
+            hit = hit or h
+        return out_l, hit
+    return value, False
+
+
+def _all_placeholders(value: Any, keys: frozenset[str]) -> bool:
+    """Whether every secret-named key already holds a placeholder (an already-redacted message)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if _norm_key(k) in keys and not isinstance(v, (dict, list)) and v is not None:
+                if v not in (PLACEHOLDER, 0, 0.0) and not isinstance(v, bool):
+                    return False
+            elif not _all_placeholders(v, keys):
+                return False
+        return True
+    if isinstance(value, list):
+        return all(_all_placeholders(v, keys) for v in value)
+    return True
+
+
+# --- configuration -------------------------------------------------------------------------------
+
+
+def load_config(start: Path | None = None) -> dict[str, Any]:
+    """``[tool.mcprec]`` from ./pyproject.toml merged under ``mcprec.toml`` (which wins)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ImportError:
+            return {}
+    base = start or Path.cwd()
+    config: dict[str, Any] = {}
+    pyproject = base / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text())
+        except (OSError, ValueError) as e:
+            from .errors import UsageError
+
+            raise UsageError(f"cannot read {pyproject}: {e}") from None
+        config.update(data.get("tool", {}).get("mcprec", {}))
+    own = base / "mcprec.toml"
+    if own.is_file():
+        try:
+            data = tomllib.loads(own.read_text())
+        except (OSError, ValueError) as e:
+            from .errors import UsageError
+
+            raise UsageError(f"cannot read {own}: {e}") from None
+        for k, v in data.items():
+            if isinstance(v, dict) and isinstance(config.get(k), dict):
+                config[k] = {**config[k], **v}
+            else:
+                config[k] = v
+    return config
+
+
+def rules_from_config(config: Mapping[str, Any] | None = None) -> Rules:
+    section = (config if config is not None else load_config()).get("redact", {})
+    if not isinstance(section, dict):
+        return Rules()
+    return Rules(
+        paths=tuple(section.get("paths", ())), keys=tuple(section.get("keys", ())),
+        patterns=tuple(section.get("patterns", ())),
+        defaults=bool(section.get("defaults", True)), env=bool(section.get("env", True)),
+    )
+
+
+_default: Redactor | None = None
+
+
+def default_redactor() -> Redactor:
+    """The redactor for this process: defaults plus the project's config file rules."""
+    global _default
+    if _default is None:
+        _default = Redactor(rules_from_config())
+    return _default

@@ -15,8 +15,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -41,8 +40,12 @@ _INSERT_MESSAGE = (
     "context_seq, match_key, size, raw, http) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
-Redactor = Callable[[bytes, str], bytes]
-"""Takes the raw bytes of a message and its direction; returns what may be stored."""
+class Redactor(Protocol):
+    """What the writer needs of ``mcprec.redact.Redactor``."""
+
+    def redact(self, raw: bytes) -> bytes: ...
+
+    def redact_text(self, text: str) -> str: ...
 
 
 class SessionWriter:
@@ -161,7 +164,10 @@ class SessionWriter:
             if tag == _MESSAGE:
                 rows.append(self._row(sid, item[1], item[2], item[3], item[4], item[5]))
             elif tag == _STDERR:
-                errs.append((sid, item[1], item[2].decode("utf-8", "replace")))
+                line = item[2].decode("utf-8", "replace")
+                if self._redact is not None:
+                    line = self._redact.redact_text(line)
+                errs.append((sid, item[1], line))
         if not rows and not errs and not self._meta:
             return
         meta, self._meta = self._meta, {}
@@ -213,6 +219,8 @@ class SessionWriter:
     ) -> tuple[Any, ...]:
         seq = self._seq
         self._seq += 1
+        if self._redact is not None:  # before anything else: match keys are of redacted params
+            raw = self._redact.redact(raw)
         c = wire.classify(raw)
         method, reply_to, key, context = c.method, None, None, None
         other = (
@@ -246,9 +254,9 @@ class SessionWriter:
                 self._open[other].pop(reply_to, None)
                 if method in ("initialize", "server/discover") and c.kind == wire.RESPONSE:
                     self._note_server(c.obj.get("result"))
-        if self._redact is not None:
-            raw = self._redact(raw, direction)
         http_text = orjson.dumps(http).decode() if http else None
+        if http_text is not None and self._redact is not None:
+            http_text = self._redact.redact_text(http_text)
         return (sid, seq, t_ns, direction, c.kind, c.rpc_id, method, reply_to, context, key,
                 len(raw), raw, http_text)
 
@@ -300,6 +308,9 @@ def open_session_writer(
     redact: Redactor | None = None,
 ) -> SessionWriter:
     """Create (or open) the cassette, add a session and start its writer."""
+    if redact is not None and hasattr(redact, "redact_value"):
+        target = redact.redact_value(target)
+        tags = redact.redact_value(tags) if tags else tags
     cassette = Cassette.open(path, create=True)
     try:
         session = cassette.create_session(

@@ -24,6 +24,7 @@ from .. import wire
 from ..cassette import Cassette, Message, Session
 from ..errors import NoMatchError, ReplayError
 from ..matching import Match, Matcher, MatchOptions
+from ..redact import Redactor, default_redactor
 
 Send = Callable[[bytes, "str | None"], Awaitable[None]]
 """``send(message_bytes, related)``: deliver one message to the client. ``related`` is the id
@@ -81,6 +82,7 @@ class ReplaySession:
         timing: float | None = None,
         live: LiveFallback | None = None,
         log: Callable[[str], None] | None = None,
+        redact: Redactor | None = None,
     ) -> None:
         self.cassette = cassette
         self.session = session
@@ -88,6 +90,8 @@ class ReplaySession:
         self.timing = timing
         self.live = live
         self.stats = ReplayStats()
+        # the recording was redacted: redact incoming requests alike, so that they still match
+        self._redactor = redact if redact is not None else default_redactor()
         self._send = send
         self._log = log or _stderr
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -136,7 +140,8 @@ class ReplaySession:
         """Handle one message from the client."""
         c = wire.classify(raw)
         if c.kind == wire.REQUEST:
-            self._start_request(c.obj)
+            redacted = self._redactor.redact(raw)
+            self._start_request(c.obj, c.obj if redacted == raw else wire.classify(redacted).obj)
         elif c.kind == wire.NOTIFICATION:
             await self._notification(c.obj)
         elif c.kind in (wire.RESPONSE, wire.ERROR):
@@ -151,19 +156,19 @@ class ReplaySession:
         else:
             await self._send(error_response(None, -32600, "Invalid Request"), None)
 
-    def _start_request(self, obj: dict[str, Any]) -> None:
+    def _start_request(self, obj: dict[str, Any], match_obj: dict[str, Any]) -> None:
         key = wire.id_text(obj.get("id"))
-        task = asyncio.get_running_loop().create_task(self._answer(obj, key))
+        task = asyncio.get_running_loop().create_task(self._answer(obj, key, match_obj))
         self._tasks[key] = task
         task.add_done_callback(lambda t, k=key: self._tasks.pop(k, None) if self._tasks.get(k) is t
                                else None)
 
-    async def _answer(self, obj: dict[str, Any], key: str) -> None:
+    async def _answer(self, obj: dict[str, Any], key: str, match_obj: dict[str, Any]) -> None:
         started = time.monotonic()
         self.stats.requests += 1
         rid = obj.get("id")
         try:
-            found = self.matcher.match(obj)
+            found = self.matcher.match(match_obj)
         except NoMatchError as e:
             await self._unmatched(obj, e)
             return

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 import orjson
 
 from .. import wire
-from ..cassette import Cassette, SessionWriter
-from ..redact import redact_headers
+from ..cassette import SessionWriter, open_session_writer
+from ..redact import Redactor, redact_headers
 from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from .http_serve import BodyTooLarge, ClientGone, header, read_body, send_simple
 from .sse import SSEParser
@@ -57,6 +57,7 @@ class RecordingProxy:
         tags: dict[str, str] | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
         max_body: int = MAX_BODY,
+        redact: Redactor | None = None,
     ) -> None:
         parts = urlsplit(target)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -72,6 +73,7 @@ class RecordingProxy:
         self.tags = tags or {}
         self.timeout = timeout
         self.max_body = max_body
+        self.redact = redact
         self.listen_origin = ""  # set once bound, to rewrite legacy endpoint URLs
         self._client: Any = None
         self._writers: dict[str, SessionWriter] = {}
@@ -114,17 +116,10 @@ class RecordingProxy:
         else:
             slug = (urlsplit(self.target).hostname or "http").replace(".", "-")
             name = default_session_name(f"{slug}-{self.path.strip('/').replace('/', '-') or 'mcp'}")
-        cassette = Cassette.open(self.cassette_path, create=True)
-        try:
-            session = cassette.create_session(
-                name, transport=transport, target=self.target, tags=self.tags,
-                recorder_pid=os.getpid(),
-            )
-        except BaseException:
-            cassette.close()
-            raise
+        writer = open_session_writer(self.cassette_path, name, transport=transport,
+                                     target=self.target, tags=self.tags, redact=self.redact)
         self.sessions.append(name)
-        return SessionWriter(cassette, session)
+        return writer
 
     # --- ASGI -------------------------------------------------------------------------------
 
