@@ -48,6 +48,25 @@ def _parse_tags(values: tuple[str, ...]) -> dict[str, str]:
 CASSETTE_HELP = "Cassette file (SQLite). Default: $MCPREC_CASSETTE or cassettes/<server>.db."
 
 
+def redaction_options(f: Any) -> Any:
+    """--redact-path / --redact-key / --redact-pattern, shared by every command that redacts."""
+    f = click.option("--redact-pattern", "redact_patterns", multiple=True, metavar="REGEX",
+                     help="Also redact what this regular expression matches (repeatable).")(f)
+    f = click.option("--redact-key", "redact_keys", multiple=True, metavar="NAME",
+                     help="Also redact the values of keys with this name (repeatable).")(f)
+    f = click.option("--redact-path", "redact_paths", multiple=True, metavar="PATH",
+                     help="Also redact the value at this JSON path in every message, e.g. "
+                          "params.arguments.password (repeatable).")(f)
+    return f
+
+
+def _redactor(paths: tuple[str, ...], keys: tuple[str, ...], patterns: tuple[str, ...]) -> Any:
+    """Defaults + the project's config file + the command line."""
+    from .redact import Redactor, Rules, rules_from_config
+
+    return Redactor(rules_from_config().merged(Rules(paths=paths, keys=keys, patterns=patterns)))
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mcprec")
 def cli() -> None:
@@ -81,10 +100,12 @@ def cli() -> None:
                    "is printed on stderr).")
 @click.option("--upstream-timeout", type=float, default=300.0, show_default=True,
               help="With --target: seconds to wait for the upstream's answer.")
+@redaction_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(cassette: str | None, session: str | None, tags: tuple[str, ...], durable: bool,
            exit_timeout: float, target: str | None, listen: str, upstream_timeout: float,
-           command: tuple[str, ...]) -> None:
+           redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
+           redact_patterns: tuple[str, ...], command: tuple[str, ...]) -> None:
     """Record an MCP server: run COMMAND behind a transparent tap, or proxy --target URL.
 
     Point your MCP host at mcprec instead of the server, e.g. in a host's config replace
@@ -102,13 +123,15 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
         from .record import record_http
 
         sys.exit(record_http(target, listen=listen, cassette=cassette, session=session,
-                             tags=_parse_tags(tags), timeout=upstream_timeout))
+                             tags=_parse_tags(tags), timeout=upstream_timeout,
+                             redact=_redactor(redact_paths, redact_keys, redact_patterns)))
     if not command:
         raise click.UsageError("missing the server command: mcprec record [OPTIONS] -- COMMAND...")
     from .record import record_stdio
 
     code = record_stdio(list(command), cassette=cassette, session=session,
-                        tags=_parse_tags(tags), durable=durable, exit_timeout=exit_timeout)
+                        tags=_parse_tags(tags), durable=durable, exit_timeout=exit_timeout,
+                        redact=_redactor(redact_paths, redact_keys, redact_patterns))
     sys.exit(code)
 
 
@@ -157,10 +180,13 @@ def _timing(value: str) -> float | None:
               help="With --http: the endpoint path to announce.")
 @click.option("--allow-origin", "allow_origin", multiple=True, metavar="ORIGIN",
               help="With --http: an Origin to accept besides local ones (repeatable).")
+@redaction_options
 @click.argument("server", nargs=-1, type=click.UNPROCESSED)
 def replay(cassette: str, session: str | None, mode: str, timing: str, strict_order: bool,
            ignore: tuple[str, ...], repeat: str, report: str | None, http: bool, listen: str,
-           url_path: str, allow_origin: tuple[str, ...], server: tuple[str, ...]) -> None:
+           url_path: str, allow_origin: tuple[str, ...], redact_paths: tuple[str, ...],
+           redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...],
+           server: tuple[str, ...]) -> None:
     """Serve a recorded session from CASSETTE as a stdio MCP server.
 
     Launch `mcprec replay CASSETTE` wherever the client would launch the real server. Requests
@@ -173,6 +199,7 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, strict_or
 
     options = MatchOptions(ignore=ignore, strict_order=strict_order,
                            repeat=repeat)  # type: ignore[arg-type]
+    redactor = _redactor(redact_paths, redact_keys, redact_patterns)
     if http:
         if mode != "none":
             raise click.UsageError("--http replays only (--mode none); record HTTP servers with "
@@ -181,10 +208,48 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, strict_or
 
         sys.exit(replay_http(cassette, session=session, listen=listen, path=url_path,
                              options=options, timing=_timing(timing), report=report,
-                             allowed_origins=allow_origin))
+                             allowed_origins=allow_origin, redact=redactor))
     code = replay_stdio(cassette, session=session, mode=mode, server=list(server),
-                        options=options, timing=_timing(timing), report=report)
+                        options=options, timing=_timing(timing), report=report, redact=redactor)
     sys.exit(code)
+
+
+@cli.command()
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@redaction_options
+def redact(cassette: str, redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
+           redact_patterns: tuple[str, ...]) -> None:
+    """Redact secrets in CASSETTE in place (then VACUUM, so nothing lingers on disk).
+
+    Applies the default rules, those of [tool.mcprec.redact] in pyproject.toml or [redact] in
+    mcprec.toml, and the options given. Redacted requests still match during replay.
+    """
+    from .cassette.maintenance import redact_cassette
+
+    n = redact_cassette(cassette, _redactor(redact_paths, redact_keys, redact_patterns))
+    click.echo(f"{cassette}: redacted {n} row(s)", err=True)
+
+
+@cli.command()
+@click.argument("cassettes", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@redaction_options
+def scan(cassettes: tuple[str, ...], redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
+         redact_patterns: tuple[str, ...]) -> None:
+    """Report likely secrets left in CASSETTES; exit 1 if any (usable as a pre-commit hook)."""
+    from .cassette.maintenance import scan_cassette
+
+    redactor = _redactor(redact_paths, redact_keys, redact_patterns)
+    dirty = 0
+    for path in cassettes:
+        findings = scan_cassette(path, redactor)
+        for f in findings:
+            click.echo(f"{path}: {f.where}: {', '.join(f.kinds)}")
+        dirty += bool(findings)
+    if dirty:
+        click.echo(f"mcprec: likely secrets in {dirty} cassette(s); run `mcprec redact CASSETTE`",
+                   err=True)
+        sys.exit(1)
+    click.echo(f"no secrets found in {len(cassettes)} cassette(s)", err=True)
 
 
 @cli.command()

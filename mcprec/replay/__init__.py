@@ -56,6 +56,7 @@ def replay_stdio(
     options: MatchOptions | None = None,
     timing: float | None = None,
     report: str | os.PathLike[str] | None = None,
+    redact: Any = None,
 ) -> int:
     """Serve a recorded session on this process's stdin/stdout (or record it, per ``mode``).
 
@@ -76,7 +77,7 @@ def replay_stdio(
             with Cassette.open(path) as c:
                 if any(s.name == session for s in c.sessions()):
                     c.delete_session(session)
-        return record_stdio(list(server), cassette=path, session=session)
+        return record_stdio(list(server), cassette=path, session=session, redact=redact)
 
     c = Cassette.open(path)
     try:
@@ -96,7 +97,8 @@ def replay_stdio(
         from .stdio import serve_stdio
 
         def make(send: Any) -> ReplaySession:
-            return ReplaySession(c, s, send, options=options, timing=timing, live=live)
+            return ReplaySession(c, s, send, options=options, timing=timing, live=live,
+                                 redact=redact)
 
         engine = asyncio.run(serve_stdio(make))
         if report is not None:
@@ -126,6 +128,7 @@ def replay_http(
     report: str | os.PathLike[str] | None = None,
     allowed_origins: Sequence[str] = (),
     on_ready: Any = None,
+    redact: Any = None,
 ) -> int:
     """Serve a recorded session over Streamable HTTP (and legacy HTTP+SSE at ``/sse``) until
     SIGINT/SIGTERM. Prints the URL on stdout once listening (port 0 picks a free port)."""
@@ -140,7 +143,7 @@ def replay_http(
         check_replayable(c, s)
         sock = bind(host, port)
         app = ReplayApp(c, s, options=options, timing=timing, bound_host=host,
-                        allowed_origins=tuple(allowed_origins))
+                        allowed_origins=tuple(allowed_origins), redact=redact)
         url = url_of(sock, path)
 
         def ready() -> None:

@@ -58,6 +58,7 @@ class ReplayApp:
         bound_host: str = "127.0.0.1",
         allowed_origins: tuple[str, ...] = (),
         allowed_hosts: tuple[str, ...] = (),
+        redact: Any = None,
     ) -> None:
         self.cassette = cassette
         self.session = session
@@ -66,6 +67,7 @@ class ReplayApp:
         self.bound_host = bound_host
         self.allowed_origins = allowed_origins
         self.allowed_hosts = allowed_hosts
+        self.redact = redact
         self.sessions: dict[str, _ClientSession] = {}
         self.finished: list[ReplaySession] = []
         self._sessionless: _ClientSession | None = None
@@ -84,7 +86,7 @@ class ReplayApp:
                 target.put_nowait(data)
 
         engine = ReplaySession(self.cassette, self.session, send, options=self.options,
-                               timing=self.timing)
+                               timing=self.timing, redact=self.redact)
         cs = _ClientSession(sid, engine, legacy)
         holder.append(cs)
         self.sessions[sid] = cs

@@ -1,0 +1,155 @@
+"""Whole-cassette operations: redact in place, and scan for secrets left behind."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+
+from .. import wire
+from .store import Cassette
+
+
+class _Redactor(Protocol):
+    def redact(self, raw: bytes) -> bytes: ...
+
+    def redact_text(self, text: str) -> str: ...
+
+    def redact_value(self, value: Any) -> Any: ...
+
+    def scan(self, raw: bytes) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class Finding:
+    where: str
+    """e.g. ``session 'x' message 12``, ``session 'x' stderr``, ``file bytes (free pages)``."""
+    kinds: tuple[str, ...]
+
+
+def redact_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> int:
+    """Apply ``redactor`` to every stored message, stderr line and session field, in place;
+    then checkpoint the WAL and VACUUM so nothing lingers in free pages. Returns the number of
+    rows changed."""
+    changed = 0
+    with Cassette.open(path) as c:
+        conn = c.connection
+        conn.execute("PRAGMA secure_delete = ON")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = conn.execute("SELECT id, raw, http, kind, method FROM messages").fetchall()
+            updates = []
+            for mid, raw, http, kind, method in rows:
+                raw = bytes(raw)
+                new = redactor.redact(raw)
+                new_http = redactor.redact_text(http) if http else http
+                if new_http is not None and http is not None and new_http != http:
+                    new_http = _redact_header_values(new_http)
+                if new != raw or new_http != http:
+                    key = None
+                    if kind == wire.REQUEST and method:
+                        obj = wire.classify(new).obj
+                        key = wire.match_key(method, obj.get("params") if isinstance(obj, dict)
+                                             else None)
+                    updates.append((new, len(new), new_http, key, mid))
+            conn.executemany(
+                "UPDATE messages SET raw = ?, size = ?, http = ?, "
+                "match_key = coalesce(?, match_key) WHERE id = ?",
+                updates,
+            )
+            changed += len(updates)
+            err_updates = [
+                (redactor.redact_text(line), i)
+                for i, line in conn.execute("SELECT id, line FROM stderr")
+                if redactor.redact_text(line) != line
+            ]
+            conn.executemany("UPDATE stderr SET line = ? WHERE id = ?", err_updates)
+            changed += len(err_updates)
+            changed += _redact_sessions(conn, redactor)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return changed
+
+
+def _redact_header_values(http_text: str) -> str:
+    from ..redact import redact_headers
+
+    try:
+        http = orjson.loads(http_text)
+    except orjson.JSONDecodeError:
+        return http_text
+    if isinstance(http, dict) and isinstance(http.get("headers"), dict):
+        http["headers"] = redact_headers(http["headers"].items())
+    return orjson.dumps(http).decode()
+
+
+def _redact_sessions(conn: Any, redactor: _Redactor) -> int:
+    cols = ("target", "client_info", "server_info", "client_capabilities", "server_capabilities",
+            "tags")
+    changed = 0
+    for row in conn.execute(f"SELECT id, {', '.join(cols)} FROM sessions").fetchall():
+        sid, values = row[0], row[1:]
+        new_values = []
+        for v in values:
+            if v is None:
+                new_values.append(v)
+                continue
+            parsed = orjson.loads(v)
+            new_values.append(orjson.dumps(redactor.redact_value(parsed)).decode())
+        if list(values) != new_values:
+            conn.execute(f"UPDATE sessions SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ?",
+                         (*new_values, sid))
+            changed += 1
+    return changed
+
+
+def scan_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> list[Finding]:
+    """Likely secrets left in a cassette: in its rows, and in the raw file bytes (WAL and free
+    pages included, where deleted data can linger)."""
+    findings: list[Finding] = []
+    with Cassette.open(path) as c:
+        for s in c.sessions():
+            for m in c.messages(s):
+                kinds = redactor.scan(m.raw)
+                if m.http:
+                    kinds += [k for k in redactor.scan(orjson.dumps(m.http)) if k not in kinds]
+                if kinds:
+                    findings.append(Finding(
+                        f"session {s.name!r} message {m.seq} ({m.method or m.kind})", tuple(kinds)))
+            for e in c.stderr(s):
+                kinds = redactor.scan(e.line.encode())
+                if kinds:
+                    findings.append(Finding(f"session {s.name!r} stderr line", tuple(kinds)))
+            head = orjson.dumps({"target": s.target, "tags": s.tags, "client": s.client_info,
+                                 "server": s.server_info})
+            kinds = redactor.scan(head)
+            if kinds:
+                findings.append(Finding(f"session {s.name!r} metadata", tuple(kinds)))
+    if not findings:
+        for where, chunk in _file_chunks(Path(path)):
+            kinds = redactor.scan(chunk)
+            if kinds:
+                findings.append(Finding(f"{where} (deleted data left on disk; run `mcprec redact`)",
+                                        tuple(kinds)))
+    return findings
+
+
+def _file_chunks(path: Path) -> Iterator[tuple[str, bytes]]:
+    for suffix, label in (("", "cassette file bytes"), ("-wal", "WAL file bytes")):
+        p = Path(str(path) + suffix)
+        if not p.exists():
+            continue
+        data = p.read_bytes()
+        # printable runs only: secrets are text; binary page structure is noise
+        text = b"\n".join(re.findall(rb"[\x20-\x7e]{8,}", data))
+        yield label, text
