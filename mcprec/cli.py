@@ -361,6 +361,61 @@ def import_(dump: str, cassette: str, replace: bool) -> None:
     click.echo(f"imported {len(names)} session(s) into {cassette}: {', '.join(names)}", err=True)
 
 
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.option("-s", "--session", help="The recorded session to verify against (default: latest).")
+@click.option("--timeout", type=float, default=30.0, show_default=True,
+              help="Seconds to wait for each answer from the server under test.")
+@click.option("--update", is_flag=True,
+              help="Accept the new run as the reference: it replaces the recorded session.")
+@click.option("--ignore", "ignore", multiple=True, metavar="PATH",
+              help="JSON path to leave out of the comparison (repeatable), as for `diff`.")
+@click.option("--config", type=click.Path(dir_okay=False),
+              help="TOML file with a [diff] table, as for `diff`.")
+@click.option("--fail-on-latency/--no-fail-on-latency", default=None,
+              help="Count flagged latencies as a difference.")
+@click.option("-f", "--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
+              default="text", show_default=True, help="Report format.")
+@click.option("--color/--no-color", default=None, help="Colour the text report.")
+@redaction_options
+@click.argument("server", nargs=-1, type=click.UNPROCESSED)
+def verify(cassette: str, session: str | None, timeout: float, update: bool,
+           ignore: tuple[str, ...], config: str | None, fail_on_latency: bool | None, fmt: str,
+           color: bool | None, redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
+           redact_patterns: tuple[str, ...], server: tuple[str, ...]) -> None:
+    """Check a new build of a server against a recording: the regression test for servers.
+
+    mcprec plays the recorded client (requests in order, the server's own requests answered
+    from the recording) against SERVER, records that run as a new session tagged as a
+    verification of the original, and diffs the two. Exits like `diff`: 0 same, 1 different.
+
+    \b
+      mcprec verify cassettes/weather.db -- python weather_server.py --v2
+    """
+    from .cli_diff import _run
+    from .verify import accept, refs, run_verification
+
+    v = run_verification(cassette, list(server), session=session, timeout=timeout,
+                         redact=_redactor(redact_paths, redact_keys, redact_patterns))
+    a, b = refs(cassette, v)
+    code = _run(a, b, ignore, config, None, None, fail_on_latency, fmt, color)
+    if v.drive.timed_out and code == 0:
+        code = 1
+    if update:
+        accept(cassette, v)
+        click.echo(f"mcprec: the new run is now session {v.original!r} of {cassette}", err=True)
+    sys.exit(code)
+
+
+def _register_diff() -> None:
+    from .cli_diff import diff_command
+
+    cli.add_command(diff_command)
+
+
+_register_diff()
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="mcprec")

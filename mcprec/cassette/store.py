@@ -334,6 +334,13 @@ class Cassette:
         args = [v if isinstance(v, (str, int)) else orjson.dumps(v).decode() for _, v in items]
         self._conn.execute(f"UPDATE sessions SET {cols} WHERE id = ?", (*args, session.id))
 
+    def rename_session(self, old: str, new: str) -> None:
+        session = self.session(old)
+        try:
+            self._conn.execute("UPDATE sessions SET name = ? WHERE id = ?", (new, session.id))
+        except sqlite3.IntegrityError as e:
+            raise CassetteError(f"cassette {self.path} already has a session named {new!r}") from e
+
     def delete_session(self, name: str) -> None:
         session = self.session(name)
         self._conn.execute("BEGIN IMMEDIATE")

@@ -1,0 +1,77 @@
+"""Verify a new build of a server against a recording: re-drive it with the recorded client
+traffic (the mock client), record the new run as a session of its own, and diff the two."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+
+from .cassette import Cassette, open_session_writer
+from .errors import UsageError
+from .record import check_command
+from .redact import Redactor, default_redactor
+from .replay.driver import DEFAULT_TIMEOUT_S, DriveResult, drive_stdio
+from .replay.engine import check_replayable
+
+
+@dataclass
+class Verification:
+    original: str
+    new: str
+    drive: DriveResult
+
+
+def run_verification(
+    cassette: str | os.PathLike[str],
+    server: Sequence[str],
+    *,
+    session: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    redact: Redactor | None = None,
+) -> Verification:
+    """Drive ``server`` with the session's client traffic; record the run next to it."""
+    if not server:
+        raise UsageError("give the server to verify after `--`")
+    check_command(server)
+    path = Path(cassette)
+    with Cassette.open(path) as c:
+        s = c.session(session)
+        check_replayable(c, s)
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        name = f"{s.name}-verify-{stamp}"
+        writer = open_session_writer(
+            path, name, transport="stdio", target=list(server),
+            tags={"verify_of": s.name}, redact=redact if redact is not None else default_redactor(),
+        )
+        result: DriveResult | None = None
+        try:
+            result = drive_stdio(c, s, server, writer, timeout=timeout)
+        finally:
+            writer.close(exit_code=result.exit_code if result else None,
+                         status="complete" if result else "incomplete")
+    for rid in result.timed_out:
+        print(f"mcprec: verify: no answer to request id={rid} within {timeout:g} s",
+              file=sys.stderr)
+    for method in result.server_requests_unanswerable:
+        print(f"mcprec: verify: the server asked {method!r}, which the recording cannot answer",
+              file=sys.stderr)
+    return Verification(s.name, name, result)
+
+
+def accept(cassette: str | os.PathLike[str], v: Verification) -> None:
+    """``--update``: the new run becomes the reference, under the original's name."""
+    with Cassette.open(cassette) as c:
+        c.delete_session(v.original)
+        c.rename_session(v.new, v.original)
+
+
+def refs(cassette: str | os.PathLike[str], v: Verification) -> tuple[str, str]:
+    return f"{cassette}:{v.original}", f"{cassette}:{v.new}"
+
+
+__all__ = ["Verification", "accept", "refs", "run_verification"]
