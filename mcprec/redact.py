@@ -83,6 +83,26 @@ KNOWN_SECRET_PATTERNS: dict[str, str] = {
                                          "secret")) + r")[^&\s\"\\#]{6,}",
 }
 
+# Literals at least one of which occurs in anything a pattern matches: a pattern runs only on
+# messages holding one of its anchors, so most messages cost a few substring searches.
+_ANCHORS: dict[str, tuple[str, ...]] = {
+    "bearer token": ("earer ",),
+    "basic auth": ("asic ",),
+    "OpenAI/Anthropic key": ("sk-",),
+    "GitHub token": ("gh", "github_pat_"),
+    "GitLab token": ("glpat-",),
+    "Slack token": ("xox",),
+    "AWS access key id": ("AKIA", "ASIA"),
+    "Google API key": ("AIza",),
+    "Stripe key": ("_live_", "_test_"),
+    "JWT": ("eyJ",),
+    "private key": ("PRIVATE KEY",),
+    "URL credentials": ("@",),
+    "secret query parameter": ("key=", "token=", "secret="),
+}
+# Words one of which a secret-named key contains (checked on the lower-cased message first).
+_KEY_WORDS = (b"pass", b"secret", b"token", b"key", b"auth", b"cookie", b"credential")
+
 # Keys whose values are secrets. Compared after lower-casing and dropping "_" and "-", and
 # matched exactly: "progressToken" or "maxTokens" are not secrets.
 SECRET_KEYS = frozenset({
@@ -138,7 +158,9 @@ class Redactor:
         self.rules = rules = rules or Rules()
         from .matching import parse_path
 
-        named = dict(KNOWN_SECRET_PATTERNS) if rules.defaults else {}
+        checks: list[tuple[str, str, tuple[str, ...] | None]] = []
+        if rules.defaults:
+            checks += [(name, p, _ANCHORS.get(name)) for name, p in KNOWN_SECRET_PATTERNS.items()]
         for i, p in enumerate(rules.patterns):
             try:
                 re.compile(p)
@@ -146,23 +168,29 @@ class Redactor:
                 from .errors import UsageError
 
                 raise UsageError(f"bad redaction pattern {p!r}: {e}") from None
-            named[f"pattern {i + 1}"] = p
+            checks.append((f"pattern {p!r}", p, None))
         values = {v: "a given secret value" for v in rules.extra_values}
         if rules.env:
             values.update({v: f"value of ${k}" for v, k in env_secrets().items()})
         for v in sorted(values, key=len, reverse=True):
-            named[values[v] if values[v] not in named else f"{values[v]} ({len(named)})"] = \
-                re.escape(v)
-        self._names = list(named)
-        self._text = re.compile("|".join(f"(?P<g{i}>{p})" for i, p in enumerate(named.values())))\
-            if named else None
-        self._bytes = re.compile(
-            b"|".join(b"(" + p.encode() + b")" for p in named.values())) if named else None
+            checks.append((values[v], re.escape(v), (v,)))
+        self._checks_b = [(name, re.compile(p.encode()),
+                           None if anchors is None else tuple(a.encode() for a in anchors))
+                          for name, p, anchors in checks]
+        self._checks_s = [(name, re.compile(p), anchors) for name, p, anchors in checks]
+        # flat (anchor, check) pairs: one tight loop of substring tests picks the checks to run
+        self._anchors_b = [(a, i) for i, (_, _, anchors) in enumerate(self._checks_b)
+                           for a in anchors or ()]
+        self._anchors_s = [(a, i) for i, (_, _, anchors) in enumerate(self._checks_s)
+                           for a in anchors or ()]
+        self._always = [i for i, (_, _, anchors) in enumerate(self._checks_b) if anchors is None]
         keys = (SECRET_KEYS if rules.defaults else frozenset()) | {_norm_key(k) for k in rules.keys}
         self._keys = frozenset(keys)
         # a cheap pre-check on raw bytes: does any secret-named key occur at all?
-        self._key_probe = re.compile(
-            rb'"([A-Za-z_-]*)"\s*:', re.I) if self._keys else None
+        self._key_probe = re.compile(rb'"([A-Za-z_-]*)"\s*:') if self._keys else None
+        self._key_words = _KEY_WORDS if rules.defaults else ()
+        if rules.keys:
+            self._key_words = ()  # user key names can be anything: always look
         self._paths = [parse_path(p) for p in rules.paths]
 
     # -- redaction
@@ -179,12 +207,22 @@ class Redactor:
                 changed, obj = self._redact_tree(obj)
                 if changed:
                     raw = orjson.dumps(obj)
-        if self._bytes is not None and self._bytes.search(raw):
-            raw = self._bytes.sub(_PLACEHOLDER_B, raw)
+        for i in self._selected(raw, self._anchors_b):
+            raw = self._checks_b[i][1].sub(_PLACEHOLDER_B, raw)
         return raw
 
     def redact_text(self, text: str) -> str:
-        return self._text.sub(PLACEHOLDER, text) if self._text is not None else text
+        for i in self._selected(text, self._anchors_s):
+            text = self._checks_s[i][1].sub(PLACEHOLDER, text)
+        return text
+
+    def _selected(self, data: Any, anchors: list[tuple[Any, int]]) -> list[int]:
+        """The checks worth running on ``data``: those with an anchor in it, and anchorless ones."""
+        picked = list(self._always)
+        for a, i in anchors:
+            if a in data and i not in picked:
+                picked.append(i)
+        return sorted(picked)
 
     def redact_value(self, value: Any) -> Any:
         """A JSON value (argv, URL, tags ...) with secrets replaced."""
@@ -210,6 +248,10 @@ class Redactor:
     def _has_secret_key(self, raw: bytes) -> bool:
         if self._key_probe is None:
             return False
+        if self._key_words:
+            low = raw.lower()
+            if not any(w in low for w in self._key_words):
+                return False
         for m in self._key_probe.finditer(raw):
             if _norm_key(m.group(1).decode("ascii", "replace")) in self._keys:
                 return True
@@ -263,14 +305,11 @@ class Redactor:
             if obj is not None and self._redact_keys(obj)[0] and not _all_placeholders(
                     obj, self._keys):
                 found.append("secret-named key")
-        if self._text is not None:
-            text = raw.decode("utf-8", "replace")
-            for m in self._text.finditer(text):
-                if m.group(0) == PLACEHOLDER or PLACEHOLDER in m.group(0):
-                    continue
-                name = self._names[int(m.lastgroup[1:])] if m.lastgroup else "secret"
-                if name not in found:
-                    found.append(name)
+        text = raw.decode("utf-8", "replace")
+        for i in self._selected(text, self._anchors_s):
+            name, rx, _ = self._checks_s[i]
+            if any(PLACEHOLDER not in m.group(0) for m in rx.finditer(text)) and name not in found:
+                found.append(name)
         return found
 
 
