@@ -17,12 +17,14 @@ EXIT_EQUAL, EXIT_DIFFERENT, EXIT_TROUBLE = 0, 1, 2
 class DiffCommandError(click.ClickException):
     """A domain error shown as one line, exit status 2."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_TROUBLE) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+    exit_code = EXIT_TROUBLE
 
     def show(self, file: Any = None) -> None:
         click.echo(f"mcprec: {self.format_message()}", err=True)
+
+
+class DiffInterrupted(DiffCommandError):
+    exit_code = 130
 
 
 def _run(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
@@ -114,5 +116,5 @@ def diff_command(a: str, b: str | None, ignore: tuple[str, ...], config: str | N
     except McprecError as e:
         raise DiffCommandError(str(e)) from e
     except KeyboardInterrupt:
-        raise DiffCommandError("interrupted", 130) from None
+        raise DiffInterrupted("interrupted") from None
     sys.exit(code)

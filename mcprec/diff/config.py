@@ -21,7 +21,7 @@ try:
     import tomllib as _toml
 except ModuleNotFoundError:  # Python 3.10
     try:
-        import tomli as _toml  # type: ignore[no-redef]
+        import tomli as _toml  # type: ignore[no-redef,import-not-found,unused-ignore]
     except ModuleNotFoundError:
         _toml = None  # type: ignore[assignment]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -147,7 +147,8 @@ def _by_method(messages: Iterable[Message]) -> dict[str, list[Message]]:
 Pair = tuple[Message | None, Message | None]
 
 
-def align(a: list[Message], b: list[Message], key: Any) -> list[Pair]:
+def align(a: list[Message], b: list[Message],
+          key: Callable[[Message], Key]) -> list[Pair]:
     """Pair requests by key in order; one-sided ones are placed where they occurred."""
     queues: dict[Key, deque[int]] = defaultdict(deque)
     for j, m in enumerate(b):
@@ -156,10 +157,10 @@ def align(a: list[Message], b: list[Message], key: Any) -> list[Pair]:
     ordered: list[tuple[float, int, Pair]] = []
     for i, m in enumerate(a):
         q = queues.get(key(m))
-        j = q.popleft() if q else None
-        if j is not None:
-            partner[j] = i
-        ordered.append((float(i), 0, (m, b[j] if j is not None else None)))
+        hit = q.popleft() if q else None
+        if hit is not None:
+            partner[hit] = i
+        ordered.append((float(i), 0, (m, b[hit] if hit is not None else None)))
     last = -1.0
     for j, m in enumerate(b):
         if partner[j] >= 0:

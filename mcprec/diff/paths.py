@@ -8,6 +8,7 @@ string that holds JSON (``$.result.content[0].text.temperature``), and the paths
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Union
@@ -74,6 +75,11 @@ def _bracket(m: re.Match[str]) -> Segment:
         return int(m.group(1))
     if m.group(2) is not None:
         return ANY
+    if m.group(4) is not None:  # "double quoted": a JSON string, as the report writes keys
+        try:
+            return str(orjson.loads(f'"{m.group(4)}"'))
+        except orjson.JSONDecodeError:
+            pass
     quoted = m.group(3) if m.group(3) is not None else m.group(4)
     return re.sub(r"\\(.)", r"\1", quoted)
 
@@ -246,7 +252,18 @@ def same(a: Any, b: Any) -> bool:
 
 
 def canonical(value: Any) -> bytes:
-    return orjson.dumps(value, default=_embedded_default, option=orjson.OPT_SORT_KEYS)
+    try:
+        return orjson.dumps(value, default=_embedded_default, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits: slower, exact
+        return json.dumps(plain(value), sort_keys=True, separators=(",", ":")).encode()
+
+
+def canonical_text(value: Any) -> str:
+    """Compact JSON text in the key order given (for people)."""
+    try:
+        return orjson.dumps(value, default=_embedded_default).decode()
+    except TypeError:
+        return json.dumps(plain(value), separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _embedded_default(value: Any) -> Any:
@@ -268,5 +285,5 @@ def plain(value: Any) -> Any:
 
 def short(value: Any, width: int = 80) -> str:
     """Compact JSON text of ``value``, cut to ``width`` characters."""
-    text = orjson.dumps(plain(value), default=str).decode()
+    text = canonical_text(value)
     return text if len(text) <= width else text[: width - 1] + "…"
