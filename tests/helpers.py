@@ -143,3 +143,12 @@ def wire_lines(data: bytes) -> list[bytes]:
 def witnessed(wire_dir: str | os.PathLike[str], *server_argv: str) -> list[str]:
     """``server_argv`` behind the independent byte witness, which copies the wire to ``wire_dir``."""
     return [sys.executable, str(WITNESS), str(wire_dir), "--", *server_argv]
+
+
+def record_scenario(cassette: str | os.PathLike[str], session: str, server_argv: Sequence[str],
+                    scenario: Scenario, *, env: dict[str, str] | None = None,
+                    timeout: float = 60) -> ClientRun:
+    """Drive ``server_argv`` with ``scenario`` through ``mcprec record``, as session ``session``
+    of ``cassette``."""
+    argv = recorded(cassette, *server_argv, extra=["-s", session])
+    return run_client(argv, scenario, env=env, timeout=timeout)
