@@ -67,9 +67,12 @@ CREATE TABLE messages (
     http        TEXT,                             -- JSON: exchange, stream, status, event id, headers
     UNIQUE (session_id, seq)
 );
-CREATE INDEX messages_by_match ON messages (session_id, method, match_key);
-CREATE INDEX messages_by_reply ON messages (session_id, reply_to);
-CREATE INDEX messages_by_context ON messages (session_id, context_seq);
+-- partial indexes: each covers only the rows it serves, so recording pays less for them
+CREATE INDEX messages_by_match ON messages (session_id, method, match_key)
+    WHERE kind = 'request';
+CREATE INDEX messages_by_reply ON messages (session_id, reply_to) WHERE reply_to IS NOT NULL;
+CREATE INDEX messages_by_context ON messages (session_id, context_seq)
+    WHERE context_seq IS NOT NULL;
 
 -- What the server wrote on stderr, line by line.
 CREATE TABLE stderr (

@@ -384,19 +384,24 @@ class Cassette:
 
     def request_seqs(self, session: Session, method: str, match_key: str) -> list[int]:
         """Seqs of the client's recorded requests with this method and match key, in order."""
-        return [r[0] for r in self._conn.execute(
-            "SELECT seq FROM messages WHERE session_id = ? AND method = ? AND match_key = ? "
-            "AND kind = 'request' AND direction = 'client_to_server' ORDER BY seq",
+        # sorted here, not by SQL: ORDER BY seq tempts the planner into scanning the session
+        return sorted(r[0] for r in self._conn.execute(
+            "SELECT seq FROM messages INDEXED BY messages_by_match WHERE session_id = ? "
+            "AND method = ? AND match_key = ? AND kind = 'request' "
+            "AND direction = 'client_to_server'",
             (session.id, method, match_key),
-        )]
+        ))
 
     def requests(self, session: Session, method: str) -> list[Message]:
         """The client's recorded requests of one method, in order."""
-        return [message_from_row(r) for r in self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND method = ? "
-            "AND kind = 'request' AND direction = 'client_to_server' ORDER BY seq",
+        found = [message_from_row(r) for r in self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_match "
+            "WHERE session_id = ? AND method = ? AND kind = 'request' "
+            "AND direction = 'client_to_server'",
             (session.id, method),
         )]
+        found.sort(key=lambda m: m.seq)
+        return found
 
     def next_request(self, session: Session, after_seq: int) -> Message | None:
         """The client's first recorded request after ``after_seq``."""
@@ -422,13 +427,19 @@ class Cassette:
     def handling(self, session: Session, request_seq: int) -> list[Message]:
         """What the server sent while handling a request, its answer last: notifications and
         requests sent in its context, and the response or error to it, in recorded order."""
-        return [message_from_row(r) for r in self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? "
-            "AND direction = 'server_to_client' AND context_seq = ? "
-            f"UNION ALL SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? "
-            "AND direction = 'server_to_client' AND reply_to = ? ORDER BY 3",
-            (session.id, request_seq, session.id, request_seq),
-        )]
+        rows = self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_context "
+            "WHERE session_id = ? AND context_seq = ? AND direction = 'server_to_client'",
+            (session.id, request_seq),
+        ).fetchall()
+        rows += self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_reply "
+            "WHERE session_id = ? AND reply_to = ? AND direction = 'server_to_client'",
+            (session.id, request_seq),
+        ).fetchall()
+        found = [message_from_row(r) for r in rows]
+        found.sort(key=lambda m: m.seq)
+        return found
 
     def followers(self, session: Session, client_seq: int) -> list[Message]:
         """Server messages sent on its own (no request being handled) after the client's
@@ -454,11 +465,12 @@ class Cassette:
 
     def answer(self, session: Session, request_seq: int) -> Message | None:
         """The recorded response or error to the request ``request_seq`` (either direction)."""
-        row = self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND reply_to = ? "
-            "AND kind IN ('response', 'error') ORDER BY seq LIMIT 1", (session.id, request_seq),
-        ).fetchone()
-        return message_from_row(row) if row else None
+        rows = self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_reply "
+            "WHERE session_id = ? AND reply_to = ? AND kind IN ('response', 'error')",
+            (session.id, request_seq),
+        ).fetchall()
+        return message_from_row(min(rows, key=lambda r: r[2])) if rows else None
 
     def client_messages(self, session: Session, kind: str, method: str | None) -> list[Message]:
         """The client's recorded messages of one kind (and method), in order."""
