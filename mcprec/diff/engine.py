@@ -100,6 +100,8 @@ class Comparer:
     def nested(self, msgs_a: list[Message], msgs_b: list[Message],
                exchange: ExchangeDiff) -> None:
         """Compare what the server sent meanwhile: counts per method, then paired payloads."""
+        if not msgs_a and not msgs_b:
+            return
         for kind, target in ((wire.NOTIFICATION, exchange.notifications),
                              (wire.REQUEST, exchange.server_requests)):
             by_a = _by_method(m for m in msgs_a if m.kind == kind)
@@ -214,7 +216,7 @@ def compare_pair(cmp: Comparer, a: Side, b: Side, pair: Pair, summary: Summary) 
                             seq_a=ra.seq if ra else None, seq_b=rb.seq if rb else None,
                             latency_a_ms=latency_ms(a, ra), latency_b_ms=latency_ms(b, rb),
                             error_detail=failure(cmp.answer(side, m)) or "")
-    ex = ExchangeDiff(ra.method or "", label(ra), "changed", ra.seq, rb.seq,
+    ex = ExchangeDiff(ra.method or "", "", "changed", ra.seq, rb.seq,
                       latency_a_ms=latency_ms(a, ra), latency_b_ms=latency_ms(b, rb))
     has_a, has_b = ra.seq in a.answers, rb.seq in b.answers
     if has_a != has_b:
@@ -227,6 +229,8 @@ def compare_pair(cmp: Comparer, a: Side, b: Side, pair: Pair, summary: Summary) 
             ex.error_detail = fb or fa or ""
         _fold_summarized(ex, summary)
     cmp.nested(a.handled.get(ra.seq, []), b.handled.get(rb.seq, []), ex)
+    if ex.is_different:  # labels cost a parse: only for what is reported
+        ex.label = label(ra)
     return ex
 
 
@@ -289,10 +293,19 @@ def latency_key(m: Message) -> str:
 
 def latencies(side: Side) -> dict[str, list[float]]:
     out: dict[str, list[float]] = defaultdict(list)
+    keys: dict[tuple[str | None, str], str] = {}  # identical requests share their key
     for r in side.requests:
         ms = latency_ms(side, r)
-        if ms is not None:
+        if ms is None:
+            continue
+        if r.match_key is None:
             out[latency_key(r)].append(ms)
+            continue
+        memo = (r.method, r.match_key)
+        key = keys.get(memo)
+        if key is None:
+            key = keys[memo] = latency_key(r)
+        out[key].append(ms)
     return out
 
 
