@@ -30,6 +30,22 @@ class DiffInterrupted(DiffCommandError):
 def _run(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
          latency_threshold: float | None, latency_min_ms: float | None,
          fail_on_latency: bool | None, fmt: str, color: bool | None) -> int:
+    """Diff, print the report, return the exit status; errors become ``DiffCommandError``
+    (exit 2). Also used by ``mcprec verify``."""
+    from .errors import McprecError
+
+    try:
+        return _report(a, b, ignore, config, latency_threshold, latency_min_ms,
+                       fail_on_latency, fmt, color)
+    except McprecError as e:
+        raise DiffCommandError(str(e)) from e
+    except KeyboardInterrupt:
+        raise DiffInterrupted("interrupted") from None
+
+
+def _report(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
+            latency_threshold: float | None, latency_min_ms: float | None,
+            fail_on_latency: bool | None, fmt: str, color: bool | None) -> int:
     from .diff import diff, load_config
     from .diff.api import DEFAULT_LATENCY_MIN_MS, DEFAULT_LATENCY_THRESHOLD
 
@@ -108,13 +124,5 @@ def diff_command(a: str, b: str | None, ignore: tuple[str, ...], config: str | N
     session, empty session, bad path). Latency alone makes a difference only with
     --fail-on-latency.
     """
-    from .errors import McprecError
-
-    try:
-        code = _run(a, b, ignore, config, latency_threshold, latency_min_ms, fail_on_latency,
-                    fmt, color)
-    except McprecError as e:
-        raise DiffCommandError(str(e)) from e
-    except KeyboardInterrupt:
-        raise DiffInterrupted("interrupted") from None
-    sys.exit(code)
+    sys.exit(_run(a, b, ignore, config, latency_threshold, latency_min_ms, fail_on_latency,
+                  fmt, color))

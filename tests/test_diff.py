@@ -13,7 +13,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from helpers import ClientRun, dump, record_scenario
+from helpers import ClientRun, dump, record_scenario, run_mcprec
 from mcprec.cassette import open_cassette, open_session_writer
 from mcprec.cli_diff import diff_command
 from mcprec.diff import DiffResult, assert_no_breaking_changes, diff, diff_sessions
@@ -619,6 +619,18 @@ def test_bad_input_exits_2_with_one_line(small: Path, tmp_path: Path, args: list
     assert cli.stderr.startswith("mcprec: ") and cli.stderr.count("\n") == 1, cli.stderr
     assert message.format(**fill) in cli.stderr
     assert cli.stdout == ""
+
+
+def test_mcprec_diff_through_the_main_cli(sdk: SimpleNamespace, tmp_path: Path) -> None:
+    """`python -m mcprec diff`: 0 equal, 1 different, 2 with one line for a missing cassette."""
+    assert run_mcprec("diff", f"{sdk.cassette}:v1", f"{sdk.cassette}:v1-again",
+                      cwd=tmp_path).returncode == 0
+    assert run_mcprec("diff", f"{sdk.cassette}:v1", f"{sdk.cassette}:v2",
+                      cwd=tmp_path).returncode == 1
+    missing = run_mcprec("diff", str(tmp_path / "missing.db"), cwd=tmp_path)
+    assert missing.returncode == 2
+    assert missing.stderr.decode() == (f"mcprec: no cassette at {tmp_path / 'missing.db'}; record one "
+                                       f"with `mcprec record -c {tmp_path / 'missing.db'} -- SERVER...`\n")
 
 
 def test_help_documents_the_command() -> None:
