@@ -130,7 +130,8 @@ def test_client_going_away_ends_the_session(cassette: Path) -> None:
 def test_signal_forwarded_to_server(tmp_path: Path, cassette: Path, sig: signal.Signals) -> None:
     """A signal to mcprec reaches the server; mcprec exits with its code, traffic recorded."""
     marker = tmp_path / "marker"
-    proc = start(cassette, "--trap", sig.name, str(marker), "42")
+    # a long --exit-timeout, so that only forwarding (not the escalation timer) can stop it
+    proc = start(cassette, "--trap", sig.name, str(marker), "42", extra=("--exit-timeout", "60"))
     assert exchange(proc, 1)["id"] == 1
     assert exchange(proc, 2)["id"] == 2
     proc.send_signal(sig)
