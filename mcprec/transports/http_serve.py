@@ -43,7 +43,11 @@ def parse_listen(value: str) -> tuple[str, int]:
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket, or a one-line error saying why not (port in use, bad address)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted connections only when the
+    # listening socket says TCP (uvloop always does); without it, a response written as headers
+    # then body waits for the client's delayed ACK (~40 ms) under Nagle
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
