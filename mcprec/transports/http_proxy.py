@@ -298,7 +298,9 @@ class RecordingProxy:
                         self._sessionless = self._new_writer("http")
                     writer = self._sessionless
                 for ev in events:
-                    if ev.event == "endpoint" or writer is None:
+                    if ev.event == "endpoint" or writer is None or not ev.data:
+                        # an event without data (e.g. the priming event of 2025-11-25: an id and
+                        # empty data) carries no message; the stream's metadata goes on the next
                         continue
                     m = dict(meta) if meta else {"exchange": exchange}
                     if ev.id is not None:
