@@ -185,6 +185,30 @@ def test_second_sigint_kills_at_once(tmp_path: Path, cassette: Path) -> None:
     assert _gone(int(pid_file.read_text()))
 
 
+@pytest.mark.parametrize("durable", [True, False], ids=["durable", "default"])
+def test_killed_recorder_leaves_an_incomplete_session(cassette: Path, durable: bool) -> None:
+    """After `kill -9` of mcprec, the next reader marks its session incomplete (not recording)."""
+    proc = start(cassette, extra=("--durable",) if durable else ())
+    assert exchange(proc, 1)["id"] == 1
+    proc.kill()
+    finish(proc)
+    with open_cassette(cassette) as c:
+        s = c.session()
+        assert (s.status, s.exit_code) == ("incomplete", None) and s.ended_at is not None
+
+
+def test_durable_commits_before_forwarding(cassette: Path) -> None:
+    """With --durable every message the client has seen answered is on disk at once, kill -9 or not."""
+    proc = start(cassette, extra=("--durable",))
+    for i in range(1, 6):
+        assert exchange(proc, i)["id"] == i
+    proc.kill()  # no time for a lagging writer to catch up
+    finish(proc)
+    with open_cassette(cassette) as c:
+        assert [(m.kind, m.rpc_id) for m in c.messages()] == [
+            (kind, str(i)) for i in range(1, 6) for kind in ("request", "response")]
+
+
 # --- the server cannot start ------------------------------------------------------------------
 
 
@@ -338,6 +362,20 @@ def test_bad_cassette_left_untouched(tmp_path: Path, good_cassette: bytes, kind:
     run_mcprec("sessions", str(path))
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.db"]
+
+
+@pytest.mark.parametrize("kind", [k for k in BAD_FILES if k != "empty file"])
+def test_record_refuses_a_bad_cassette(tmp_path: Path, good_cassette: bytes, kind: str) -> None:
+    """Recording into a file that is not a usable cassette fails in one line, server not started."""
+    path, pid_file = tmp_path / "bad.db", tmp_path / "pid"
+    BAD_FILES[kind](path, good_cassette)
+    before = path.read_bytes()
+    proc = run_mcprec("record", "-c", str(path), "--", sys.executable, str(LINE_SERVER),
+                      "--pid-file", str(pid_file), input=request(1))
+    assert proc.returncode != 0 and proc.stdout == b""
+    assert str(path) in one_line_error(proc.stderr)
+    assert not pid_file.exists()
+    assert path.read_bytes() == before
 
 
 def test_format_too_new_says_upgrade(tmp_path: Path, good_cassette: bytes) -> None:
