@@ -79,6 +79,7 @@ class RecordingProxy:
         self._writers: dict[str, SessionWriter] = {}
         self._legacy: dict[str, SessionWriter] = {}
         self._sessionless: SessionWriter | None = None
+        self._all: list[SessionWriter] = []  # every writer made, so that none is left open
         self._exchanges = itertools.count(1)
         self._count = 0
         self.sessions: list[str] = []
@@ -98,9 +99,9 @@ class RecordingProxy:
         return self._client
 
     async def aclose(self) -> None:
-        for w in {*self._writers.values(), *self._legacy.values(),
-                  *([self._sessionless] if self._sessionless else [])}:
+        for w in self._all:  # close() is idempotent
             await asyncio.to_thread(w.close, status="complete")
+        self._all.clear()
         self._writers.clear()
         self._legacy.clear()
         self._sessionless = None
@@ -119,6 +120,7 @@ class RecordingProxy:
         writer = open_session_writer(self.cassette_path, name, transport=transport,
                                      target=self.target, tags=self.tags, redact=self.redact)
         self.sessions.append(name)
+        self._all.append(writer)
         return writer
 
     # --- ASGI -------------------------------------------------------------------------------
@@ -160,7 +162,7 @@ class RecordingProxy:
         sid = header(scope, b"mcp-session-id")
         exchange = next(self._exchanges)
         req_headers = [(k, v) for k, v in scope["headers"] if k not in HOP_BY_HOP]
-        writer, messages = self._route_request(method, sid, target_path, body)
+        writer, messages, fresh = self._route_request(method, sid, target_path, body)
         meta = {"exchange": exchange, "method": method, "path": target_path,
                 "headers": redact_headers((k.decode("latin-1"), v.decode("latin-1"))
                                           for k, v in req_headers)}
@@ -183,22 +185,39 @@ class RecordingProxy:
         except httpx.TimeoutException as e:
             await self._upstream_failed(send, writer, exchange, 504, f"upstream timed out: {e!r}",
                                         first_request_id)
+            await self._settle_fresh(writer, fresh, None)
             return
         except httpx.HTTPError as e:
             await self._upstream_failed(
                 send, writer, exchange, 502,
                 f"upstream {self.upstream_origin} unreachable: {type(e).__name__}: {e}",
                 first_request_id)
+            await self._settle_fresh(writer, fresh, None)
             return
         try:
             await self._relay(scope, receive, send, resp, writer, exchange, sid,
-                              first_request_id, method)
+                              first_request_id, method, fresh)
         finally:
             await resp.aclose()
+            await self._settle_fresh(writer, fresh, resp.status_code)
+
+    async def _settle_fresh(self, writer: SessionWriter | None, fresh: bool,
+                            status: int | None) -> None:
+        """After the exchange that opened a session (an ``initialize`` without a session id):
+        a session id in the answer made it that MCP session's (in ``_relay``); a 2xx answer
+        without one comes from a stateless server, whose later requests carry no session id
+        either, so they are recorded in it (``_relay`` made it the sessionless session); an
+        error answer, or none, ends it here rather than leaving it open and incomplete."""
+        if not fresh or writer is None or writer is self._sessionless:
+            return
+        if any(w is writer for w in self._writers.values()):
+            return
+        await asyncio.to_thread(writer.close, status="complete")
 
     def _route_request(self, method: str, sid: str | None, target_path: str, body: bytes
-                       ) -> tuple[SessionWriter | None, list[tuple[Any, bytes]]]:
-        """Which cassette session a request belongs to, and the client messages it carries."""
+                       ) -> tuple[SessionWriter | None, list[tuple[Any, bytes]], bool]:
+        """Which cassette session a request belongs to, the client messages it carries, and
+        whether the session is a new one this request (an ``initialize``) opens."""
         messages: list[tuple[Any, bytes]] = []
         if body:
             c = wire.classify(body)
@@ -208,20 +227,20 @@ class RecordingProxy:
                 messages = [(c.obj, body)]
         legacy = self._legacy.get(target_path)
         if legacy is not None:
-            return legacy, messages
+            return legacy, messages, False
         if sid is not None:
             writer = self._writers.get(sid)
             if writer is None and method != "DELETE":
                 writer = self._writers[sid] = self._new_writer("http")
-            return writer, messages
+            return writer, messages, False
         if method == "GET":
-            return None, messages  # legacy SSE, or a sessionless GET: decided by the response
+            return None, messages, False  # legacy SSE, or a sessionless GET: per the response
         is_init = any(isinstance(o, dict) and o.get("method") == "initialize" for o, _ in messages)
         if is_init:
-            return self._new_writer("http"), messages
+            return self._new_writer("http"), messages, True
         if self._sessionless is None:
             self._sessionless = self._new_writer("http")
-        return self._sessionless, messages
+        return self._sessionless, messages, False
 
     def _upstream_headers(self, req_headers: list[tuple[bytes, bytes]], body: bytes
                           ) -> list[tuple[bytes, bytes]]:
@@ -247,12 +266,14 @@ class RecordingProxy:
 
     async def _relay(self, scope: dict[str, Any], receive: Any, send: Any, resp: Any,
                      writer: SessionWriter | None, exchange: int, sid: str | None,
-                     rid: str | None, method: str) -> None:
+                     rid: str | None, method: str, fresh: bool = False) -> None:
         import httpx
 
         new_sid = resp.headers.get("mcp-session-id")
         if new_sid and writer is not None and new_sid not in self._writers:
             self._writers[new_sid] = writer
+        elif fresh and writer is not None and 200 <= resp.status_code < 300:
+            self._sessionless = writer  # a stateless server: see _settle_fresh
         content_type = resp.headers.get("content-type", "")
         is_sse = content_type.startswith("text/event-stream")
         resp_headers = [(k, v) for k, v in resp.headers.raw if k.lower() not in HOP_BY_HOP]
