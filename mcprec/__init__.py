@@ -15,6 +15,15 @@ _EXPORTS = {
     "Message": "mcprec.cassette",
     "open_cassette": "mcprec.cassette",
     "record_stdio": "mcprec.record",
+    "record_http": "mcprec.record",
+    "replay_stdio": "mcprec.replay",
+    "replay_http": "mcprec.replay",
+    "MatchOptions": "mcprec.matching",
+    "diff_sessions": "mcprec.diff",
+    "assert_no_breaking_changes": "mcprec.diff",
+    "run_verification": "mcprec.verify",
+    "Redactor": "mcprec.redact",
+    "Rules": "mcprec.redact",
     "McprecError": "mcprec.errors",
     "CassetteError": "mcprec.errors",
     "NoMatchError": "mcprec.errors",
@@ -24,8 +33,13 @@ __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
     from .cassette import Cassette, Message, Session, open_cassette
+    from .diff import assert_no_breaking_changes, diff_sessions
     from .errors import CassetteError, McprecError, NoMatchError
-    from .record import record_stdio
+    from .matching import MatchOptions
+    from .record import record_http, record_stdio
+    from .redact import Redactor, Rules
+    from .replay import replay_http, replay_stdio
+    from .verify import run_verification
 
 
 def __getattr__(name: str) -> Any:
