@@ -368,6 +368,8 @@ def import_(dump: str, cassette: str, replace: bool) -> None:
               help="Seconds to wait for each answer from the server under test.")
 @click.option("--update", is_flag=True,
               help="Accept the new run as the reference: it replaces the recorded session.")
+@click.option("--target", metavar="URL",
+              help="Verify a Streamable HTTP server at URL instead of a stdio command.")
 @click.option("--ignore", "ignore", multiple=True, metavar="PATH",
               help="JSON path to leave out of the comparison (repeatable), as for `diff`.")
 @click.option("--config", type=click.Path(dir_okay=False),
@@ -379,7 +381,7 @@ def import_(dump: str, cassette: str, replace: bool) -> None:
 @click.option("--color/--no-color", default=None, help="Colour the text report.")
 @redaction_options
 @click.argument("server", nargs=-1, type=click.UNPROCESSED)
-def verify(cassette: str, session: str | None, timeout: float, update: bool,
+def verify(cassette: str, session: str | None, timeout: float, update: bool, target: str | None,
            ignore: tuple[str, ...], config: str | None, fail_on_latency: bool | None, fmt: str,
            color: bool | None, redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
            redact_patterns: tuple[str, ...], server: tuple[str, ...]) -> None:
@@ -391,11 +393,12 @@ def verify(cassette: str, session: str | None, timeout: float, update: bool,
 
     \b
       mcprec verify cassettes/weather.db -- python weather_server.py --v2
+      mcprec verify cassettes/remote.db --target http://127.0.0.1:8000/mcp
     """
     from .cli_diff import _run
     from .verify import accept, refs, run_verification
 
-    v = run_verification(cassette, list(server), session=session, timeout=timeout,
+    v = run_verification(cassette, list(server), target=target, session=session, timeout=timeout,
                          redact=_redactor(redact_paths, redact_keys, redact_patterns))
     a, b = refs(cassette, v)
     code = _run(a, b, ignore, config, None, None, fail_on_latency, fmt, color)

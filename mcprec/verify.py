@@ -15,7 +15,7 @@ from .cassette import Cassette, open_session_writer
 from .errors import UsageError
 from .record import check_command
 from .redact import Redactor, default_redactor
-from .replay.driver import DEFAULT_TIMEOUT_S, DriveResult, drive_stdio
+from .replay.driver import DEFAULT_TIMEOUT_S, DriveResult, drive_http, drive_stdio
 from .replay.engine import check_replayable
 
 
@@ -28,16 +28,21 @@ class Verification:
 
 def run_verification(
     cassette: str | os.PathLike[str],
-    server: Sequence[str],
+    server: Sequence[str] = (),
     *,
+    target: str | None = None,
     session: str | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     redact: Redactor | None = None,
 ) -> Verification:
-    """Drive ``server`` with the session's client traffic; record the run next to it."""
-    if not server:
-        raise UsageError("give the server to verify after `--`")
-    check_command(server)
+    """Drive ``server`` (a stdio command) or ``target`` (a Streamable HTTP URL) with the
+    session's client traffic; record the run next to it."""
+    if target is None and not server:
+        raise UsageError("give the server to verify after `--`, or --target URL")
+    if target is not None and server:
+        raise UsageError("give either --target URL or a server command, not both")
+    if target is None:
+        check_command(server)
     path = Path(cassette)
     with Cassette.open(path) as c:
         s = c.session(session)
@@ -45,12 +50,14 @@ def run_verification(
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         name = f"{s.name}-verify-{stamp}"
         writer = open_session_writer(
-            path, name, transport="stdio", target=list(server),
+            path, name, transport="http" if target else "stdio",
+            target=target if target else list(server),
             tags={"verify_of": s.name}, redact=redact if redact is not None else default_redactor(),
         )
         result: DriveResult | None = None
         try:
-            result = drive_stdio(c, s, server, writer, timeout=timeout)
+            result = (drive_http(c, s, target, writer, timeout=timeout) if target
+                      else drive_stdio(c, s, server, writer, timeout=timeout))
         finally:
             writer.close(exit_code=result.exit_code if result else None,
                          status="complete" if result else "incomplete")

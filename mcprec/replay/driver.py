@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import orjson
 
 from .. import wire
 from ..cassette import Cassette, Message, Session, SessionWriter
+from ..cassette.writer import AUTO
 from ..errors import ServerStartError
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -34,23 +36,33 @@ class DriveResult:
     server_requests_unanswerable: list[str] = field(default_factory=list)
 
 
-class StdioDriver:
-    """Plays the client side of ``session`` against the server ``argv``, recording to ``writer``."""
+class Driver:
+    """Plays the client side of ``session`` against a server, recording to ``writer``.
 
-    def __init__(self, cassette: Cassette, session: Session, argv: Sequence[str],
-                 writer: SessionWriter, *, timeout: float = DEFAULT_TIMEOUT_S,
-                 env: dict[str, str] | None = None) -> None:
+    Transports implement ``_start``, ``_send`` and ``_stop``, and hand every message from the
+    server to ``_from_server``.
+    """
+
+    def __init__(self, cassette: Cassette, session: Session, writer: SessionWriter, *,
+                 timeout: float = DEFAULT_TIMEOUT_S) -> None:
         self.cassette = cassette
         self.session = session
-        self.argv = list(argv)
         self.writer = writer
         self.timeout = timeout
-        self.env = env
         self.result = DriveResult()
         self._answers: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._server_requests_seen: dict[str, int] = defaultdict(int)
         self._recorded_server_requests: dict[str, list[Message]] = {}
-        self._proc: asyncio.subprocess.Process | None = None
+        self._answers_received: list[Any] = []
+
+    async def _start(self) -> None:
+        raise NotImplementedError
+
+    async def _send(self, raw: bytes) -> None:
+        raise NotImplementedError
+
+    async def _stop(self) -> None:
+        raise NotImplementedError
 
     async def run(self) -> DriveResult:
         messages = list(self.cassette.messages(self.session))
@@ -62,15 +74,7 @@ class StdioDriver:
                     and m.kind in (wire.RESPONSE, wire.ERROR)}
         expected = [m.rpc_id for m in messages if m.direction == wire.CLIENT_TO_SERVER
                     and m.kind == wire.REQUEST and m.seq in answered and m.rpc_id is not None]
-        try:
-            self._proc = await asyncio.create_subprocess_exec(
-                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=self.env, limit=1 << 30,
-            )
-        except OSError as e:
-            raise ServerStartError(f"cannot start server {self.argv[0]}: {e.strerror or e}") from e
-        reader = asyncio.get_running_loop().create_task(self._read())
-        errors = asyncio.get_running_loop().create_task(self._read_stderr())
+        await self._start()
         try:
             for m in messages:
                 if m.direction != wire.CLIENT_TO_SERVER or m.kind in (wire.RESPONSE, wire.ERROR):
@@ -84,7 +88,7 @@ class StdioDriver:
             for rid in expected:  # a request cancelled in the recording was never answered
                 await self._wait_answer(rid)
         finally:
-            await self._finish(reader, errors)
+            await self._stop()
         return self.result
 
     async def _wait_answer(self, rid: str) -> None:
@@ -96,28 +100,19 @@ class StdioDriver:
         except asyncio.TimeoutError:
             self.result.timed_out.append(rid)
 
-    async def _send(self, raw: bytes) -> None:
-        assert self._proc is not None and self._proc.stdin is not None
-        self.writer.message(wire.CLIENT_TO_SERVER, raw)
-        try:
-            self._proc.stdin.write(raw + b"\n")
-            await self._proc.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
-    async def _read(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        while line := await self._proc.stdout.readline():
-            raw = line[:-1] if line.endswith(b"\n") else line
-            self.writer.message(wire.SERVER_TO_CLIENT, raw)
-            c = wire.classify(raw)
-            if c.kind in (wire.RESPONSE, wire.ERROR) and c.rpc_id is not None:
-                fut = self._answers.get(c.rpc_id)
-                if fut is not None and not fut.done():
-                    fut.set_result(c.obj)
-                    self.result.answered += 1
-            elif c.kind == wire.REQUEST and c.method is not None:
-                await self._answer_server(c)
+    async def _from_server(self, raw: bytes, http: dict[str, Any] | None = None,
+                           context: str | None = AUTO) -> None:
+        """Record one message from the server; resolve answers, answer its requests."""
+        self.writer.message(wire.SERVER_TO_CLIENT, raw, http=http, context=context)
+        c = wire.classify(raw)
+        if c.kind in (wire.RESPONSE, wire.ERROR) and c.rpc_id is not None:
+            fut = self._answers.get(c.rpc_id)
+            if fut is not None and not fut.done():
+                fut.set_result(c.obj)
+                self.result.answered += 1
+                self._answers_received.append(c.obj)
+        elif c.kind == wire.REQUEST and c.method is not None:
+            await self._answer_server(c)
 
     async def _answer_server(self, c: wire.Classified) -> None:
         method = c.method or ""
@@ -137,12 +132,49 @@ class StdioDriver:
                                            f"{method} #{n + 1}"}}
         await self._send(orjson.dumps(reply))
 
+class StdioDriver(Driver):
+    """The mock client over stdio: spawns the server ``argv``."""
+
+    def __init__(self, cassette: Cassette, session: Session, argv: Sequence[str],
+                 writer: SessionWriter, *, timeout: float = DEFAULT_TIMEOUT_S,
+                 env: dict[str, str] | None = None) -> None:
+        super().__init__(cassette, session, writer, timeout=timeout)
+        self.argv = list(argv)
+        self.env = env
+        self._proc: asyncio.subprocess.Process | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def _start(self) -> None:
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=self.env, limit=1 << 30,
+            )
+        except OSError as e:
+            raise ServerStartError(f"cannot start server {self.argv[0]}: {e.strerror or e}") from e
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._read()), loop.create_task(self._read_stderr())]
+
+    async def _send(self, raw: bytes) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        self.writer.message(wire.CLIENT_TO_SERVER, raw)
+        try:
+            self._proc.stdin.write(raw + b"\n")
+            await self._proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    async def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        while line := await self._proc.stdout.readline():
+            await self._from_server(line[:-1] if line.endswith(b"\n") else line)
+
     async def _read_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None
         while line := await self._proc.stderr.readline():
             self.writer.stderr_line(line.rstrip(b"\r\n"))
 
-    async def _finish(self, reader: asyncio.Task[None], errors: asyncio.Task[None]) -> None:
+    async def _stop(self) -> None:
         proc = self._proc
         assert proc is not None
         if proc.stdin is not None and not proc.stdin.is_closing():
@@ -158,10 +190,122 @@ class StdioDriver:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
                 await proc.wait()
-        for task in (reader, errors):
+        for task in self._tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                 await asyncio.wait_for(task, 2.0)
         self.result.exit_code = proc.returncode
+
+
+class HTTPDriver(Driver):
+    """The mock client over Streamable HTTP: POSTs each message to ``url``."""
+
+    def __init__(self, cassette: Cassette, session: Session, url: str, writer: SessionWriter,
+                 *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        super().__init__(cassette, session, writer, timeout=timeout)
+        self.url = url
+        self._client: Any = None
+        self._sid: str | None = None
+        self._version: str | None = None
+        self._posts: set[asyncio.Task[None]] = set()
+        self._get: asyncio.Task[None] | None = None
+        self._exchanges = 0
+
+    def _headers(self) -> dict[str, str]:
+        h = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        if self._sid:
+            h["mcp-session-id"] = self._sid
+        if self._version:
+            h["mcp-protocol-version"] = self._version
+        return h
+
+    async def _start(self) -> None:
+        import httpx
+
+        self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=10.0),
+                                         trust_env=False)
+
+    async def _send(self, raw: bytes) -> None:
+        self._exchanges += 1
+        exchange = self._exchanges
+        self.writer.message(wire.CLIENT_TO_SERVER, raw, http={"exchange": exchange,
+                                                             "method": "POST"})
+        c = wire.classify(raw)
+        task = asyncio.get_running_loop().create_task(self._post(raw, c, exchange))
+        self._posts.add(task)
+        task.add_done_callback(self._posts.discard)
+        if c.method == "initialize":
+            await task  # the session id and protocol version come with its answer
+
+    async def _post(self, raw: bytes, c: wire.Classified, exchange: int) -> None:
+        import httpx
+
+        from ..transports.sse import SSEParser
+
+        rid = c.rpc_id if c.kind == wire.REQUEST else None
+        try:
+            async with self._client.stream("POST", self.url, content=raw,
+                                           headers=self._headers()) as resp:
+                sid = resp.headers.get("mcp-session-id")
+                if sid and not self._sid:
+                    self._sid = sid
+                meta = {"exchange": exchange, "status": resp.status_code}
+                if resp.headers.get("content-type", "").startswith("text/event-stream"):
+                    parser = SSEParser()
+                    async for chunk in resp.aiter_bytes():
+                        for ev in parser.feed(chunk):
+                            if ev.data:
+                                await self._from_server(ev.data, {**meta, "content_type": "sse"},
+                                                        context=rid)
+                else:
+                    body = await resp.aread()
+                    if body and "json" in resp.headers.get("content-type", ""):
+                        await self._from_server(body, {**meta, "content_type": "json"},
+                                                context=rid)
+                if c.method == "initialize" and resp.status_code == 200:
+                    self._after_initialize()
+        except httpx.HTTPError as e:
+            print(f"mcprec: verify: POST to {self.url} failed: {e!r}", file=sys.stderr)
+
+    def _after_initialize(self) -> None:
+        for m in reversed(self._answers_received):
+            result = m.get("result") if isinstance(m, dict) else None
+            if isinstance(result, dict) and "protocolVersion" in result:
+                self._version = str(result["protocolVersion"])
+                break
+        if self._sid and self._get is None:
+            self._get = asyncio.get_running_loop().create_task(self._listen())
+
+    async def _listen(self) -> None:
+        """The session's GET stream: what the server says on its own."""
+        import httpx
+
+        from ..transports.sse import SSEParser
+
+        headers = {**self._headers(), "accept": "text/event-stream"}
+        try:
+            async with self._client.stream("GET", self.url, headers=headers,
+                                           timeout=httpx.Timeout(None, connect=10.0)) as resp:
+                if resp.status_code != 200:
+                    return
+                parser = SSEParser()
+                async for chunk in resp.aiter_bytes():
+                    for ev in parser.feed(chunk):
+                        if ev.data:
+                            await self._from_server(ev.data, {"stream": "get"}, context=None)
+        except httpx.HTTPError:
+            return
+
+    async def _stop(self) -> None:
+        if self._posts:
+            await asyncio.wait(set(self._posts), timeout=self.timeout)
+        if self._get is not None:
+            self._get.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._get
+        if self._sid:
+            with contextlib.suppress(Exception):
+                await self._client.delete(self.url, headers=self._headers())
+        await self._client.aclose()
 
 
 def _answers_seen_before(messages: list[Message]) -> dict[int, list[str]]:
@@ -184,5 +328,11 @@ def _answers_seen_before(messages: list[Message]) -> dict[int, list[str]]:
 
 def drive_stdio(cassette: Cassette, session: Session, argv: Sequence[str], writer: SessionWriter,
                 *, timeout: float = DEFAULT_TIMEOUT_S) -> DriveResult:
-    """Run the mock client to completion (blocking)."""
+    """Run the mock client over stdio to completion (blocking)."""
     return asyncio.run(StdioDriver(cassette, session, argv, writer, timeout=timeout).run())
+
+
+def drive_http(cassette: Cassette, session: Session, url: str, writer: SessionWriter,
+               *, timeout: float = DEFAULT_TIMEOUT_S) -> DriveResult:
+    """Run the mock client over Streamable HTTP to completion (blocking)."""
+    return asyncio.run(HTTPDriver(cassette, session, url, writer, timeout=timeout).run())
