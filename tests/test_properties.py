@@ -1,0 +1,147 @@
+"""Property tests: canonical form, matching, redaction and SSE framing hold for any input."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcprec import wire
+from mcprec.cassette import Cassette, open_session_writer
+from mcprec.matching import Matcher, MatchOptions
+from mcprec.redact import PLACEHOLDER, Redactor, Rules
+from mcprec.transports.sse import SSEParser, format_event
+
+keys = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=8)
+scalars = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20)
+json_values = st.recursive(
+    scalars,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(keys, children, max_size=4),
+    max_leaves=20,
+)
+params = st.dictionaries(keys, json_values, max_size=5)
+
+
+def shuffled(value: Any, rng: random.Random) -> Any:
+    """The same JSON value with every object's keys in another order."""
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return {k: shuffled(v, rng) for k, v in items}
+    if isinstance(value, list):
+        return [shuffled(v, rng) for v in value]
+    return value
+
+
+@given(params)
+def test_canonical_form_is_idempotent(p: dict[str, Any]) -> None:
+    """Canonicalising the canonical form changes nothing."""
+    once = wire.canonical_params(p)
+    assert wire.canonical_params(orjson.loads(once)) == once
+
+
+@given(params, st.integers(0, 2**32))
+def test_key_order_never_changes_the_match_key(p: dict[str, Any], seed: int) -> None:
+    """Objects with the same members in another order have the same match key."""
+    assert wire.match_key("tools/call", p) == wire.match_key(
+        "tools/call", shuffled(p, random.Random(seed)))
+
+
+@given(params, json_values)
+def test_meta_never_changes_the_match_key(p: dict[str, Any], meta: Any) -> None:
+    """``_meta`` (progress tokens, client info) is left out of matching."""
+    assert wire.match_key("x", p) == wire.match_key("x", {**p, "_meta": meta})
+
+
+@given(st.binary(max_size=300))
+def test_classify_never_raises(raw: bytes) -> None:
+    """Any bytes classify as one of the known kinds."""
+    assert wire.classify(raw).kind in wire.KINDS
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """A real cassette with a few recorded requests (and answers) to match against."""
+    path = tmp_path_factory.mktemp("props") / "c.db"
+    requests = [
+        {"name": "add", "arguments": {"a": 1, "b": 2}},
+        {"name": "add", "arguments": {"a": 2, "b": 1}},
+        {"name": "echo", "arguments": {"text": "hé", "opts": {"x": [1, {"y": None}]}}},
+        {"name": "echo", "arguments": {}},
+    ]
+    w = open_session_writer(path, "s", transport="stdio", target=["x"])
+    for i, p in enumerate(requests):
+        w.message(wire.CLIENT_TO_SERVER, orjson.dumps(
+            {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": p}), i * 10)
+        w.message(wire.SERVER_TO_CLIENT, orjson.dumps(
+            {"jsonrpc": "2.0", "id": i, "result": {"n": i}}), i * 10 + 5)
+    w.close()
+    return path, requests
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@given(st.integers(0, 3), st.integers(0, 2**32), st.integers(0, 10**6))
+def test_matcher_ignores_key_order_and_ids(recorded: tuple[Path, list[dict[str, Any]]],
+                                           which: int, seed: int, rid: int) -> None:
+    """A request matches its recorded twin whatever its key order, id and ``_meta``."""
+    path, requests = recorded
+    with Cassette.open(path) as c:
+        for options in (MatchOptions(), MatchOptions(ignore=["params.arguments.zzz"])):
+            m = Matcher(c, c.session("s"), options)
+            p = shuffled(requests[which], random.Random(seed))
+            found = m.match({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                             "params": {**p, "_meta": {"progressToken": rid}}})
+            assert found.request.seq == which * 2
+
+
+secretish = st.sampled_from([
+    "sk-" + "a" * 24, "Bearer abcdefghijkl", "ghp_" + "b" * 36, "AKIA" + "C" * 16, "plain text",
+    "https://u:p4ssw0rd@host/x", "eyJhbGciOiJI.eyJzdWIiOiIx.c2lnbmF0dXJl",
+])
+
+
+@given(st.dictionaries(st.sampled_from(["password", "token", "note", "maxTokens", "api_key",
+                                        "progressToken", "name"]),
+                       st.one_of(st.integers(0, 10**6), secretish), max_size=6))
+def test_redaction_is_idempotent_and_keeps_json_types(obj: dict[str, Any]) -> None:
+    """Redacting twice equals redacting once; values keep their JSON type; protocol fields stay."""
+    r = Redactor(Rules(env=False))
+    msg = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"arguments": obj}}
+    once = r.redact(orjson.dumps(msg))
+    assert r.redact(once) == once
+    out = orjson.loads(once)
+    assert out["id"] == 7 and out["method"] == "tools/call"
+    for k, v in obj.items():
+        got = out["params"]["arguments"][k]
+        assert type(got) is type(v)
+        if k in ("maxTokens", "progressToken") and isinstance(v, int):
+            assert got == v
+    assert r.scan(once) == []
+    if any(isinstance(v, str) and v != "plain text" for v in obj.values()):
+        assert PLACEHOLDER.encode() in once
+
+
+events = st.lists(st.tuples(st.binary(min_size=1, max_size=40).filter(
+    lambda b: b"\n" not in b and b"\r" not in b), st.sampled_from(["message", "endpoint"]),
+    st.one_of(st.none(), st.text("abc123", min_size=1, max_size=5))), max_size=6)
+
+
+@given(events, st.lists(st.integers(1, 17), min_size=1, max_size=50))
+def test_sse_parser_any_chunking_gives_the_same_events(
+        evs: list[tuple[bytes, str, str | None]], cuts: list[int]) -> None:
+    """However an SSE stream is cut into chunks, the same events come out."""
+    stream = b"".join(format_event(d, event=e, id=i) for d, e, i in evs)
+    parser = SSEParser()
+    got = []
+    pos = 0
+    for n in cuts * (len(stream) // max(1, sum(cuts)) + 1):
+        if pos >= len(stream):
+            break
+        got += parser.feed(stream[pos:pos + n])
+        pos += n
+    assert [(g.data, g.event, g.id) for g in got] == [(d, e, i) for d, e, i in evs]
