@@ -9,16 +9,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 
 from ..cassette import Cassette
-from ..errors import SessionNotFoundError, UsageError
+from ..errors import CassetteError, NotACassetteError, SessionNotFoundError, UsageError
 from ..matching import MatchOptions
 from .engine import ReplaySession, check_replayable
 
@@ -29,6 +31,23 @@ __all__ = ["MODES", "MatchOptions", "Mode", "ReplaySession", "needs_recording", 
            "replay_stdio"]
 
 
+@contextlib.contextmanager
+def _reading(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Report SQLite failures while reading a cassette as one-line cassette errors.
+
+    Opening checks only the first pages; a file cut short (or damaged) further on fails at the
+    first query that reaches the missing pages, e.g. when the session is looked up.
+    """
+    try:
+        yield
+    except sqlite3.OperationalError as e:
+        raise CassetteError(f"cannot read cassette {path}: {e}") from e
+    except sqlite3.DatabaseError as e:
+        raise NotACassetteError(
+            f"{path} is corrupt or truncated ({e}); record it again or restore it from a copy"
+        ) from e
+
+
 def needs_recording(path: Path, session: str | None, mode: str) -> bool:
     """Whether ``mode`` means recording (rather than replaying) for this cassette and session."""
     if mode == "all":
@@ -37,7 +56,7 @@ def needs_recording(path: Path, session: str | None, mode: str) -> bool:
         return False
     if not path.exists() or path.stat().st_size == 0:
         return True
-    with Cassette.open(path) as c:
+    with Cassette.open(path) as c, _reading(path):
         if session is None:
             return not c.sessions()
         try:
@@ -81,8 +100,9 @@ def replay_stdio(
 
     c = Cassette.open(path)
     try:
-        s = c.session(session)
-        check_replayable(c, s)
+        with _reading(path):
+            s = c.session(session)
+            check_replayable(c, s)
         if s.status != "complete":
             print(f"mcprec: note: session {s.name!r} is {s.status}; replaying what was recorded",
                   file=sys.stderr)
@@ -139,8 +159,9 @@ def replay_http(
     host, port = parse_listen(listen)
     c = Cassette.open(cassette)
     try:
-        s = c.session(session)
-        check_replayable(c, s)
+        with _reading(cassette):
+            s = c.session(session)
+            check_replayable(c, s)
         sock = bind(host, port)
         app = ReplayApp(c, s, options=options, timing=timing, bound_host=host,
                         allowed_origins=tuple(allowed_origins), redact=redact)
