@@ -55,3 +55,27 @@ def everything_server() -> list[str]:
 def mcp_client() -> Callable[..., ClientRun]:
     """``mcp_client(argv, scenario, env=..., cwd=..., roots=...)``: drive a server with the SDK."""
     return run_client
+
+
+# --- replay tests: real sessions recorded once per test run ----------------------------------
+
+
+@pytest.fixture(scope="session")
+def sdk_recordings(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """Two sessions of tests/peers/sdk_server.py recorded through `mcprec record`, in parallel.
+
+    ``.main``: tools, identical counter calls, a slow call with progress, sampling, resources,
+    prompts and ping. ``.extra``: lists paged by 5, and a slow call the client cancels.
+    Each is a ``replay_helpers.Recording`` (cassette, session name, what the live client saw).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from replay_helpers import SDK, PAGE_SIZE, extra_scenario, main_scenario, record
+
+    tmp = tmp_path_factory.mktemp("sdk-recordings")
+    with ThreadPoolExecutor(2) as pool:
+        main = pool.submit(record, tmp / "main.db", "main", SDK, main_scenario)
+        extra = pool.submit(record, tmp / "extra.db", "extra", SDK, extra_scenario,
+                            env={"MCPREC_TEST_SERVER_PAGE_SIZE": str(PAGE_SIZE)})
+        return SimpleNamespace(main=main.result(), extra=extra.result())
