@@ -1,0 +1,120 @@
+"""The pytest plugin's `mcprec_http_server` fixture with `@pytest.mark.mcprec(cassette=...)`, run
+in pytester against a cassette recorded through the HTTP proxy."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from helpers import dump
+from http_helpers import run_http_session, run_sync, start_proxy, start_sdk_http
+
+pytest_plugins = ["pytester"]
+
+# the hypothesis plugin takes ~1 s to set up in every in-process run, and is not used here
+INNER_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+
+
+async def scenario(s: Any, run: Any) -> None:
+    run.results["add"] = dump(await s.call_tool("add", {"a": 2, "b": 3}))
+    run.results["echo"] = dump(await s.call_tool("echo", {"text": "hi"}))
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """initialize, add(2, 3) and echo('hi') recorded through the proxy as session 'plugin'."""
+    cas = tmp_path_factory.mktemp("plugin") / "plugin.db"
+    upstream = start_sdk_http("--json-response")
+    try:
+        proxy = start_proxy(upstream.url, cas, session="plugin")
+        try:
+            run = run_sync(lambda: run_http_session(proxy.url, scenario))
+        finally:
+            proxy.stop()
+    finally:
+        upstream.stop()
+    return SimpleNamespace(cassette=cas, run=run)
+
+
+CLIENT = '''
+import anyio
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+
+def call_add(url, *, echo=True):
+    async def main():
+        async with streamable_http_client(url) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                result = await s.call_tool("add", {"a": 2, "b": 3})
+                if echo:
+                    assert (await s.call_tool("echo", {"text": "hi"})).content[0].text == "hi"
+                return result.structured_content
+    return anyio.run(main)
+'''
+
+
+def test_fixture_serves_marker_cassette(pytester: pytest.Pytester, recorded: SimpleNamespace
+                                        ) -> None:
+    """A test marked with an absolute cassette path gets a live replay URL and its answers."""
+    pytester.makepyfile(CLIENT + f'''
+
+@pytest.mark.mcprec(cassette={str(recorded.cassette)!r}, assert_all_played=True)
+def test_add(mcprec_http_server):
+    assert mcprec_http_server.url.startswith("http://127.0.0.1:")
+    assert call_add(mcprec_http_server.url) == {{"result": 5}}
+''')
+    result = pytester.runpytest(*INNER_ARGS)
+    result.assert_outcomes(passed=1)
+
+
+def test_fixture_resolves_relative_cassette(pytester: pytest.Pytester,
+                                            recorded: SimpleNamespace) -> None:
+    """A relative cassette path is taken from the test file's directory."""
+    (pytester.path / "cassettes").mkdir()
+    shutil.copy(recorded.cassette, pytester.path / "cassettes" / "add.db")
+    pytester.makepyfile(CLIENT + '''
+
+@pytest.mark.mcprec(cassette="cassettes/add.db", session="plugin")
+def test_add(mcprec_http_server):
+    assert call_add(mcprec_http_server.url) == {"result": 5}
+''')
+    result = pytester.runpytest(*INNER_ARGS)
+    result.assert_outcomes(passed=1)
+
+
+def test_fixture_assert_all_played_fails_on_unplayed(pytester: pytest.Pytester,
+                                                     recorded: SimpleNamespace) -> None:
+    """With assert_all_played, a recorded request the test never made fails the test."""
+    pytester.makepyfile(CLIENT + f'''
+
+@pytest.mark.mcprec(cassette={str(recorded.cassette)!r}, assert_all_played=True)
+def test_add(mcprec_http_server):
+    assert call_add(mcprec_http_server.url, echo=False) == {{"result": 5}}
+''')
+    result = pytester.runpytest(*INNER_ARGS)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*1 recorded request(s) were never played*",
+                                 "*unplayed: seq * tools/call*"])
+
+
+def test_fixture_missing_cassette_fails_clearly(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """A missing cassette fails the test with a one-line hint, not a traceback."""
+    missing = tmp_path / "nope.db"
+    pytester.makepyfile(f'''
+import pytest
+
+@pytest.mark.mcprec(cassette={str(missing)!r})
+def test_x(mcprec_http_server):
+    pass
+''')
+    result = pytester.runpytest(*INNER_ARGS)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*mcprec: no cassette at {missing}*"])
+    result.stdout.no_fnmatch_line("*Traceback*")
