@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from .errors import ReplayError
 from .matching import MatchOptions
 
 DEFAULT_SESSION = "default"
@@ -87,6 +88,7 @@ def mcprec_server(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Any]:
     """A ``ReplayServer``: ``.params`` for the mcp SDK's ``stdio_client``, ``.argv`` for others."""
+    from .replay import needs_recording
     from .testing import replay_server
 
     kwargs = _marker_kwargs(request)
@@ -105,14 +107,17 @@ def mcprec_server(
         repeat=kwargs.get("repeat", "last"),
     )
     report = tmp_path_factory.mktemp("mcprec") / "report.json"
+    # recording modes name what they record; plain replay takes the latest session
+    session = kwargs.get("session") or (DEFAULT_SESSION if mcprec_mode != "none" else None)
     rs = replay_server(
-        mcprec_cassette,
-        # recording modes name what they record; plain replay takes the latest session
-        session=kwargs.get("session") or (DEFAULT_SESSION if mcprec_mode != "none" else None),
+        mcprec_cassette, session=session,
         mode=mcprec_mode, server=list(server or ()), options=options,
         timing=str(kwargs.get("timing", "none")), report_path=report,
     )
-    request.node._mcprec_server = (rs, bool(kwargs.get("assert_all_played", False)))
+    # a run that records (once with nothing recorded yet, all) plays nothing and writes no report
+    check = bool(kwargs.get("assert_all_played", False)) and not needs_recording(
+        mcprec_cassette, session, mcprec_mode)
+    request.node._mcprec_server = (rs, check)
     yield rs
 
 
@@ -153,13 +158,20 @@ def _check_played(report: dict[str, Any], cassette: Path) -> None:
         pytest.fail("\n".join(lines), pytrace=False)
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    outcome = yield
+    # a new-style wrapper: failing here is a plain test failure (an old-style hookwrapper that
+    # raises in its teardown also warns, which filterwarnings=error turns into another error)
+    result = yield  # re-raises when the test itself failed: nothing more to check then
     entry = getattr(item, "_mcprec_server", None)
-    if entry is None or outcome.excinfo is not None:
-        return
+    if entry is None:
+        return result
     rs, assert_all_played = entry
     if not assert_all_played or rs.mode in ("all",):
-        return
-    _check_played(rs.report(), rs.cassette)
+        return result
+    try:
+        report = rs.report()
+    except ReplayError as e:
+        pytest.fail(f"mcprec: {e}", pytrace=False)
+    _check_played(report, rs.cassette)
+    return result
