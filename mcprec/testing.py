@@ -120,8 +120,8 @@ async def replay_streams(
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Replay in-process: yields ``(read_stream, write_stream)`` for ``mcp.ClientSession``.
 
-    After the block, ``ReplaySession`` results are available on the ``engine`` attribute of
-    the read stream's wrapper via ``replay_streams.last_engine`` (for unplayed checks).
+    After the block, the ``ReplaySession`` is ``replay_streams.last_engine``; its ``report()``
+    (played, repeated, unmatched and unplayed requests) is the one taken as the block ended.
     """
     import anyio
     import mcp_types as types
@@ -130,21 +130,23 @@ async def replay_streams(
     from .cassette import Cassette
     from .replay.engine import ReplaySession, check_replayable
 
-    to_client_send, to_client_recv = anyio.create_memory_object_stream[Any](1000)
-    from_client_send, from_client_recv = anyio.create_memory_object_stream[Any](1000)
-
-    async def send(data: bytes, related: str | None) -> None:
-        try:
-            msg = types.jsonrpc_message_adapter.validate_json(data, by_name=False)
-        except Exception as e:  # noqa: BLE001 - the client sees what a transport would give it
-            await to_client_send.send(e)
-            return
-        await to_client_send.send(SessionMessage(msg))
-
     c = Cassette.open(cassette)
     try:
         s = c.session(session)
         check_replayable(c, s)
+        # all four ends are closed on the way out (unclosed ones warn when garbage-collected,
+        # which fails tests run with filterwarnings=error)
+        to_client_send, to_client_recv = anyio.create_memory_object_stream[Any](1000)
+        from_client_send, from_client_recv = anyio.create_memory_object_stream[Any](1000)
+
+        async def send(data: bytes, related: str | None) -> None:
+            try:
+                msg = types.jsonrpc_message_adapter.validate_json(data, by_name=False)
+            except Exception as e:  # noqa: BLE001 - the client sees what a transport would give
+                await to_client_send.send(e)
+                return
+            await to_client_send.send(SessionMessage(msg))
+
         engine = ReplaySession(c, s, send, options=options, timing=timing)
 
         async def pump() -> None:
@@ -152,16 +154,19 @@ async def replay_streams(
                 data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
                 await engine.receive(data.encode())
 
-        async with anyio.create_task_group() as tg:
-            await engine.start()
-            tg.start_soon(pump)
-            try:
-                yield to_client_recv, from_client_send
-            finally:
-                replay_streams.last_engine = engine  # type: ignore[attr-defined]
-                await engine.aclose()
-                tg.cancel_scope.cancel()
-        await to_client_send.aclose()
+        async with to_client_send, to_client_recv, from_client_send, from_client_recv:
+            async with anyio.create_task_group() as tg:
+                await engine.start()
+                tg.start_soon(pump)
+                try:
+                    yield to_client_recv, from_client_send
+                finally:
+                    replay_streams.last_engine = engine  # type: ignore[attr-defined]
+                    await engine.aclose()
+                    tg.cancel_scope.cancel()
+                    # the report reads the cassette, which closes below: keep it as it is now
+                    final = engine.report()
+                    engine.report = lambda: final  # type: ignore[method-assign]
     finally:
         c.close()
 
