@@ -172,6 +172,13 @@ class ReplaySession:
         except NoMatchError as e:
             await self._unmatched(obj, e)
             return
+        except Exception as e:  # noqa: BLE001 - e.g. a custom matcher raised: answer, not hang
+            self.stats.unmatched.append({"method": obj.get("method"), "id": rid})
+            self._log(f"mcprec: matching request id={wire.id_text(rid)} {obj.get('method')} "
+                      f"failed: {e!r}")
+            await self._send(error_response(rid, -32603, f"mcprec replay: matching failed: {e!r}"),
+                             key)
+            return
         self.stats.matched += 1
         if found.repeated:
             self.stats.repeated += 1
