@@ -47,27 +47,14 @@ def replay_cmd(cassette: str | os.PathLike[str], *options: str) -> list[str]:
     return [*MCPREC, "replay", str(cassette), *options]
 
 
-def drive(
-    argv: Sequence[str],
-    scenario: Scenario,
-    *,
-    env: dict[str, str] | None = None,
-    roots: Sequence[str] | None = None,
-    sampling: bool = True,
-    sampling_delay: float = 0.0,
-    client_info: Any = None,
-    timeout: float = 30,
-) -> Run:
-    """Start ``argv`` as a stdio server, initialize with the SDK client, run the scenario, close.
+def client_kwargs(run: Run, *, roots: Sequence[str] | None = None, sampling: bool = True,
+                  sampling_delay: float = 0.0, client_info: Any = None) -> dict[str, Any]:
+    """``ClientSession`` keyword arguments whose callbacks note what the client sees in ``run``.
 
-    Like ``helpers.run_client``, with knobs for the client's side of the conversation: the
-    sampling callback (and how long it takes to answer), roots, and the clientInfo it sends.
+    The sampling callback answers ``you asked: <last message>`` (after ``sampling_delay``); roots
+    are offered only when ``roots`` is given; ``client_info`` replaces the SDK's own.
     """
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
     from mcp_types import CreateMessageResult, ListRootsResult, Root, TextContent
-
-    run = Run()
 
     async def on_sampling(context: Any, params: Any) -> Any:
         run.sampling.append(dump(params))
@@ -92,8 +79,6 @@ def drive(
         run.roots_asked += 1
         return ListRootsResult(roots=[Root(uri=u, name=u.rsplit("/", 1)[-1]) for u in roots or ()])
 
-    full_env = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), **(env or {})}
-    params = StdioServerParameters(command=argv[0], args=list(argv[1:]), env=full_env)
     kwargs: dict[str, Any] = {"logging_callback": on_log, "message_handler": on_message}
     if sampling:
         kwargs["sampling_callback"] = on_sampling
@@ -101,15 +86,44 @@ def drive(
         kwargs["list_roots_callback"] = on_list_roots
     if client_info is not None:
         kwargs["client_info"] = client_info
+    return kwargs
+
+
+async def converse(read: Any, write: Any, scenario: Scenario, run: Run, **kwargs: Any) -> None:
+    """Initialize an SDK ``ClientSession`` on these streams and run the scenario."""
+    from mcp import ClientSession
+
+    async with ClientSession(read, write, **client_kwargs(run, **kwargs)) as session:
+        run.results["initialize"] = dump(await session.initialize())
+        await scenario(session, run)
+
+
+def drive(
+    argv: Sequence[str],
+    scenario: Scenario,
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 30,
+    **kwargs: Any,
+) -> Run:
+    """Start ``argv`` as a stdio server, initialize with the SDK client, run the scenario, close.
+
+    Like ``helpers.run_client``, with knobs for the client's side of the conversation (see
+    ``client_kwargs``: sampling, its delay, roots, clientInfo).
+    """
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    run = Run()
+    full_env = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), **(env or {})}
+    params = StdioServerParameters(command=argv[0], args=list(argv[1:]), env=full_env)
 
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
 
         async def main() -> None:
             with anyio.fail_after(timeout):
                 async with stdio_client(params, errlog=errlog) as (read, write):
-                    async with ClientSession(read, write, **kwargs) as session:
-                        run.results["initialize"] = dump(await session.initialize())
-                        await scenario(session, run)
+                    await converse(read, write, scenario, run, **kwargs)
 
         anyio.run(main)
         errlog.seek(0)
