@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import queue
+import selectors
 import signal
 import stat
 import sys
@@ -227,7 +228,16 @@ def _is_pollable(fd: int) -> bool:
         mode = os.fstat(fd).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return False
+    # Some character devices cannot be polled (epoll refuses /dev/null with EPERM); asyncio
+    # would only find out in a callback, leaving the tap waiting for input that never comes.
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 # --- stderr pass-through -------------------------------------------------------------------
