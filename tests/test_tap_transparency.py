@@ -113,6 +113,55 @@ def test_regular_files_as_client_ends(tmp_path: Path, stdin_file: bool, stdout_f
     assert (tmp_path / "tapped.bin").read_bytes() == data
 
 
+def test_dev_null_stdin_is_eof(tmp_path: Path, cassette: Path) -> None:
+    """With stdin from /dev/null (not pollable) the server gets EOF and mcprec exits."""
+    marker = tmp_path / "eof"
+    with open(os.devnull, "rb") as null:
+        proc = subprocess.run(
+            [*MCPREC, "record", "-c", str(cassette), "--exit-timeout", "30", "--",
+             sys.executable, str(LINE_SERVER), "--on-eof", str(marker)],
+            stdin=null, capture_output=True, timeout=20, check=False,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert marker.read_text() == "eof" and proc.stderr == b""
+
+
+def test_dev_null_stdout_still_records(cassette: Path) -> None:
+    """With stdout to /dev/null the server's answers are discarded but recorded."""
+    with open(os.devnull, "wb") as null:
+        proc = subprocess.run(
+            [*MCPREC, "record", "-c", str(cassette), "--", sys.executable, str(LINE_SERVER)],
+            input=REQ + b"\n", stdout=null, stderr=subprocess.PIPE, timeout=20, check=False,
+        )
+    assert proc.returncode == 0, proc.stderr
+    with open_cassette(cassette) as c:
+        assert [m.kind for m in c.messages()] == ["request", "response"]
+
+
+def test_terminal_as_client_end(cassette: Path) -> None:
+    """On a (raw) terminal, as when run by hand, requests and answers go through."""
+    import pty
+    import tty
+
+    master, slave = pty.openpty()
+    tty.setraw(slave)
+    proc = subprocess.Popen(
+        [*MCPREC, "record", "-c", str(cassette), "--", sys.executable, str(LINE_SERVER)],
+        stdin=slave, stdout=slave, stderr=subprocess.PIPE,
+    )
+    os.close(slave)
+    try:
+        os.write(master, REQ + b"\n")
+        answer = json.loads(_read_line(master, bytearray()))
+        assert answer["id"] == 1 and answer["result"]["echo"] == "tools/list"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        os.close(master)
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+
 # --- kinds of single lines --------------------------------------------------------------------
 
 KIND_CASES = [
