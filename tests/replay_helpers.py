@@ -37,6 +37,7 @@ class Run(ClientRun):
 
     timings: dict[str, float] = field(default_factory=dict)
     roots_asked: int = 0
+    elicitations: list[Any] = field(default_factory=list)
 
 
 Scenario = Callable[[Any, Run], Awaitable[None]]
@@ -48,13 +49,15 @@ def replay_cmd(cassette: str | os.PathLike[str], *options: str) -> list[str]:
 
 
 def client_kwargs(run: Run, *, roots: Sequence[str] | None = None, sampling: bool = True,
-                  sampling_delay: float = 0.0, client_info: Any = None) -> dict[str, Any]:
+                  sampling_delay: float = 0.0, elicitation: bool = False,
+                  client_info: Any = None) -> dict[str, Any]:
     """``ClientSession`` keyword arguments whose callbacks note what the client sees in ``run``.
 
     The sampling callback answers ``you asked: <last message>`` (after ``sampling_delay``); roots
-    are offered only when ``roots`` is given; ``client_info`` replaces the SDK's own.
+    are offered only when ``roots`` is given; with ``elicitation`` the client declines every
+    elicitation; ``client_info`` replaces the SDK's own.
     """
-    from mcp_types import CreateMessageResult, ListRootsResult, Root, TextContent
+    from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
 
     async def on_sampling(context: Any, params: Any) -> Any:
         run.sampling.append(dump(params))
@@ -79,7 +82,13 @@ def client_kwargs(run: Run, *, roots: Sequence[str] | None = None, sampling: boo
         run.roots_asked += 1
         return ListRootsResult(roots=[Root(uri=u, name=u.rsplit("/", 1)[-1]) for u in roots or ()])
 
+    async def on_elicit(context: Any, params: Any) -> Any:
+        run.elicitations.append(dump(params))
+        return ElicitResult(action="decline")
+
     kwargs: dict[str, Any] = {"logging_callback": on_log, "message_handler": on_message}
+    if elicitation:
+        kwargs["elicitation_callback"] = on_elicit
     if sampling:
         kwargs["sampling_callback"] = on_sampling
     if roots is not None:

@@ -13,7 +13,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import PromptReference
 
 from helpers import dump
-from replay_helpers import Run, drive, quietly, record, replay_cmd
+from replay_helpers import Run, drive, progress_recorder, quietly, record, replay_cmd
 
 ROOTS = ["file:///tmp/project"]
 ROOTS_LOG = "Roots updated: 1 root(s) received from client"
@@ -46,7 +46,15 @@ async def scenario(s: Any, run: Run) -> None:
     r["resources/subscribe"] = dump(await quietly(s.subscribe_resource, DOC))
     r["logs when subscribe returned"] = len(run.logs)
     r["resources/unsubscribe"] = dump(await quietly(s.unsubscribe_resource, DOC))
+    r["long-running"] = dump(await s.call_tool(
+        "trigger-long-running-operation", {"duration": 0.3, "steps": 3},
+        progress_callback=progress_recorder(run)))
+    r["sampling"] = dump(await s.call_tool("trigger-sampling-request", {"prompt": "why?"}))
+    r["elicitation"] = dump(await s.call_tool("trigger-elicitation-request", {}))
     r["ping"] = dump(await s.send_ping())
+
+
+CLIENT = {"roots": ROOTS, "elicitation": True}
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +62,16 @@ def everything(tmp_path_factory: pytest.TempPathFactory,
                everything_server: list[str]) -> SimpleNamespace:
     """The scenario recorded live through `mcprec record`, then replayed with the server gone."""
     cassette = tmp_path_factory.mktemp("everything-replay") / "everything.db"
-    rec = record(cassette, "everything", everything_server, scenario, roots=ROOTS)
-    replayed = drive(replay_cmd(cassette), scenario, roots=ROOTS)
+    rec = record(cassette, "everything", everything_server, scenario, **CLIENT)
+    replayed = drive(replay_cmd(cassette), scenario, **CLIENT)
     return SimpleNamespace(rec=rec, live=rec.live, replayed=replayed)
 
 
 RESULTS = ["initialize", "tools/list", "echo", "get-sum", "resources/list",
            "resources/templates/list", "read dynamic", "prompts/list", "prompts/get",
            "completion/complete", "logging/setLevel", "resources/subscribe",
-           "logs when subscribe returned", "resources/unsubscribe", "ping"]
+           "logs when subscribe returned", "resources/unsubscribe", "long-running", "sampling",
+           "elicitation", "ping"]
 
 
 @pytest.mark.parametrize("name", RESULTS)
@@ -77,6 +86,8 @@ def test_live_results_are_real(everything: SimpleNamespace) -> None:
     assert r["get-sum"]["content"][0]["text"] == "The sum of 2 and 40 is 42."
     assert r["completion/complete"]["completion"]["values"] == ["Engineering"]
     assert r["initialize"]["serverInfo"]["name"] == "mcp-servers/everything"
+    assert "declined" in r["elicitation"]["content"][0]["text"]
+    assert "you asked: " in r["sampling"]["content"][0]["text"]
 
 
 def test_time_dependent_resource_is_replayed_as_recorded(everything: SimpleNamespace) -> None:
@@ -109,6 +120,14 @@ def test_list_changed_notifications_replayed(everything: SimpleNamespace) -> Non
     assert count(everything.replayed) == count(everything.live)
 
 
+@pytest.mark.parametrize("part", ["progress", "sampling", "elicitations"])
+def test_progress_and_server_requests_replayed(everything: SimpleNamespace, part: str) -> None:
+    """Progress of the long-running tool, and the sampling and elicitation requests the server
+    sent while handling its tools, reach the client as they did live."""
+    assert getattr(everything.live, part)
+    assert getattr(everything.replayed, part) == getattr(everything.live, part)
+
+
 def test_server_initiated_roots_request_reaches_the_client(everything: SimpleNamespace) -> None:
     """The server's own roots/list request (not part of any client request) is replayed once."""
     assert everything.live.roots_asked == 1
@@ -121,7 +140,7 @@ def test_other_logging_level_is_answered(everything: SimpleNamespace) -> None:
     async def set_error_level(s: Any, run: Run) -> None:
         run.results["level"] = dump(await quietly(s.set_logging_level, "error"))
 
-    run = drive(replay_cmd(everything.rec.cassette), set_error_level, roots=ROOTS)
+    run = drive(replay_cmd(everything.rec.cassette), set_error_level, **CLIENT)
     assert run.results["level"] == {}
 
 
@@ -135,6 +154,6 @@ def test_other_completion_is_unmatched(everything: SimpleNamespace) -> None:
         except MCPError as e:
             run.results["error"] = e.error.message
 
-    run = drive(replay_cmd(everything.rec.cassette), complete_sales, roots=ROOTS)
+    run = drive(replay_cmd(everything.rec.cassette), complete_sales, **CLIENT)
     assert "no recorded response matches" in run.results["error"]
     assert 'params.argument.value: recorded "E", got "S"' in run.stderr

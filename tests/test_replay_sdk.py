@@ -410,3 +410,22 @@ def test_recorded_timing_spreads_progress_over_the_call(main: Any) -> None:
     replay(main, watch, "--timing", "recorded")
     assert len(arrivals) == SLOW_STEPS
     assert arrivals[-1] - arrivals[0] >= 0.7 * (SLOW_STEPS - 1) * 0.150
+
+
+# --- the report --------------------------------------------------------------------------------
+
+
+def test_report_lists_unmatched_and_unplayed_requests(main: Any, tmp_path: Any) -> None:
+    """--report writes the counts, the unmatched request and the recorded ones never played."""
+    report = tmp_path / "report.json"
+    replay(main, add_wrong_then_right, "--report", str(report))
+    deadline = time.monotonic() + 5
+    while not report.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    data = json.loads(report.read_text())
+    assert data["session"] == "main"
+    assert (data["requests"], data["matched"]) == (4, 3)  # initialize, tools/list, 2 x add
+    assert data["unmatched"] == [{"method": "tools/call", "id": 3}]
+    unplayed = {u["method"] for u in data["unplayed"]}
+    assert {"resources/list", "prompts/get", "ping"} <= unplayed
+    assert "initialize" not in unplayed
