@@ -85,6 +85,8 @@ async def serve_app(
         app, log_config=None, log_level="critical", access_log=False, lifespan="off", ws="none",
         timeout_graceful_shutdown=1, timeout_keep_alive=30, server_header=False,
         date_header=False,
+        # the apps read no client address or scheme: no X-Forwarded-* middleware on every request
+        proxy_headers=False, interface="asgi3",
     )
     server = uvicorn.Server(config)
     quiet_uvicorn()
