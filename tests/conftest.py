@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +47,13 @@ def everything_server() -> list[str]:
         pytest.fail(
             f"{index} is missing: run `npm ci` in {REPO} to install the Node test peers "
             f"(@modelcontextprotocol/server-everything {EVERYTHING_VERSION})",
+            pytrace=False,
+        )
+    installed = json.loads((EVERYTHING_DIR / "package.json").read_text())["version"]
+    if installed != EVERYTHING_VERSION:
+        pytest.fail(
+            f"@modelcontextprotocol/server-everything {installed} is installed, the tests expect "
+            f"{EVERYTHING_VERSION}: run `npm ci` in {REPO}",
             pytrace=False,
         )
     return ["node", str(index), "stdio"]

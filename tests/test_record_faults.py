@@ -97,6 +97,22 @@ def test_crash_session_complete_with_exit_code(crashed: tuple) -> None:
     assert "crashing after line 2" in crashed[3]
 
 
+def test_server_killed_by_a_signal_gives_128_plus_n(cassette: Path) -> None:
+    """A server that dies of signal N makes mcprec exit with 128+N, as a shell would."""
+    proc = subprocess.Popen(
+        [*MCPREC, "record", "-c", str(cassette), "--", sys.executable, "-c",
+         "import os, signal, sys; sys.stdin.readline(); os.kill(os.getpid(), signal.SIGABRT)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(request(1))
+    proc.stdin.flush()
+    code, _ = finish(proc)
+    assert code == 128 + signal.SIGABRT
+    with open_cassette(cassette) as c:
+        assert c.session().exit_code == 128 + signal.SIGABRT
+
+
 def test_client_eof_closes_server_stdin(tmp_path: Path, cassette: Path) -> None:
     """When the client closes stdin the server sees EOF and mcprec exits, well before the timeout."""
     marker = tmp_path / "eof"
