@@ -26,15 +26,6 @@ from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT, LineFramer
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-# Messages are handed to the recorder in batches, after forwarding: at most this long after they
-# were read, or as soon as this many wait. Each hand-off wakes the recorder's thread, which then
-# competes with forwarding for the GIL and a CPU; once per batch instead of once per message
-# cuts that cost (and the recorder's per-commit cost) without delaying a single forwarded byte.
-# Timestamps are taken when the bytes are read, so they do not change. (``--durable`` hands over
-# each message at once: it must be committed before it is forwarded.)
-RECORD_BATCH_DELAY = 0.002
-RECORD_BATCH_MAX = 256
-
 
 class Recorder(Protocol):
     """What the tap reports to (a ``SessionWriter`` fits)."""
@@ -330,9 +321,6 @@ class StdioTap:
         self._sent_any = False
         self._signals: list[int] = []
         self._exit_handle: asyncio.TimerHandle | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._records: list[tuple[str, bytes, int]] = []
-        self._records_handle: asyncio.TimerHandle | None = None
 
     # -- hot path: server -> client
     def _server_data(self, data: bytes) -> None:
@@ -347,7 +335,7 @@ class StdioTap:
             self._s2c.feed(data)
 
     def _emit_s2c(self, line: bytes, terminated: bool) -> None:
-        self._record(SERVER_TO_CLIENT, line, self._t_s2c)
+        self.recorder.message(SERVER_TO_CLIENT, line, self._t_s2c)
 
     # -- hot path: client -> server
     def _client_data(self, data: bytes) -> None:
@@ -364,29 +352,7 @@ class StdioTap:
         self._c2s.feed(data)
 
     def _emit_c2s(self, line: bytes, terminated: bool) -> None:
-        self._record(CLIENT_TO_SERVER, line, self._t_c2s)
-
-    def _record(self, direction: str, line: bytes, t_ns: int) -> None:
-        if self._before_forward is not None:  # durable: the recorder must have it before sync
-            self.recorder.message(direction, line, t_ns)
-            return
-        records = self._records
-        records.append((direction, line, t_ns))
-        if self._records_handle is None:
-            assert self._loop is not None
-            self._records_handle = self._loop.call_later(RECORD_BATCH_DELAY, self._hand_over)
-        elif len(records) >= RECORD_BATCH_MAX:
-            self._hand_over()
-
-    def _hand_over(self) -> None:
-        """Pass every message waiting in the tap to the recorder, in order."""
-        if self._records_handle is not None:
-            self._records_handle.cancel()
-            self._records_handle = None
-        records, self._records = self._records, []
-        message = self.recorder.message
-        for direction, line, t_ns in records:
-            message(direction, line, t_ns)
+        self.recorder.message(CLIENT_TO_SERVER, line, self._t_c2s)
 
     def _server_stderr(self, data: bytes) -> None:
         self._errout.write(data)
@@ -444,7 +410,7 @@ class StdioTap:
 
     async def run(self) -> int:
         """Run until the server exits; return its exit code (128+N when killed by signal N)."""
-        loop = self._loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
         stdin_fd, stdout_fd, stderr_fd = self._fds
         self._exited = asyncio.Event()
         self._stdout_eof = asyncio.Event()
@@ -508,7 +474,6 @@ class StdioTap:
             self._s2c.close()
             self._c2s.close()
             self._err.close()
-            self._hand_over()
             await self.client.drain_and_close(timeout=5.0)
             self.client.restore()
             self._errout.close()
