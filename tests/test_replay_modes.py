@@ -14,7 +14,15 @@ from mcp.shared.exceptions import MCPError
 
 from helpers import dump, run_mcprec
 from mcprec.cassette import open_cassette
-from replay_helpers import SDK, Recording, Run, drive, one_line_error, replay_cmd
+from replay_helpers import (
+    SDK,
+    Recording,
+    Run,
+    drive,
+    one_line_error,
+    progress_recorder,
+    replay_cmd,
+)
 
 NOT_A_SERVER = ["false"]
 """A server command that fails at once: a client would get no answer if it were started."""
@@ -104,13 +112,21 @@ def test_once_without_a_server_command_is_a_one_line_error(tmp_path: Path) -> No
 
 
 async def known_then_new(s: Any, run: Run) -> None:
-    """A recorded call, a call never recorded, then another recorded one."""
+    """Recorded calls and calls never recorded, one of them asking the client's model and one
+    reporting progress."""
     run.results["add 2+3"] = dump(await s.call_tool("add", {"a": 2, "b": 3}))
     try:
         run.results["add 10+20"] = dump(await s.call_tool("add", {"a": 10, "b": 20}))
     except MCPError as e:
         run.results["add 10+20"] = f"error: {e.error.message}"
     run.results["counter"] = dump(await s.call_tool("counter", {}))
+    run.results["ask how"] = dump(await s.call_tool("ask_model", {"question": "how?"}))
+    run.results["slow 2"] = dump(await s.call_tool("slow", {"steps": 2, "delay_ms": 20},
+                                                   progress_callback=progress_recorder(run)))
+
+
+NEW_CALLS = [("add", {"a": 10, "b": 20}), ("ask_model", {"question": "how?"}),
+             ("slow", {"steps": 2, "delay_ms": 20})]
 
 
 @pytest.fixture(scope="module")
@@ -138,17 +154,31 @@ def test_new_episodes_forwards_the_unmatched_call_to_the_real_server(
     assert new_episodes.run.results["add 10+20"]["structuredContent"] == {"result": 30}
 
 
+def test_new_episodes_relays_the_real_servers_requests_and_progress(
+        new_episodes: SimpleNamespace) -> None:
+    """The real server's sampling request reaches the client and its answer the server; its
+    progress reaches the client's progress callback."""
+    run = new_episodes.run
+    assert [m["messages"][0]["content"]["text"] for m in run.sampling] == ["how?"]
+    assert run.results["ask how"]["structuredContent"] == {
+        "result": "model test-model said: you asked: how?"}
+    assert run.progress == [(1.0, 2.0, "step 1 of 2"), (2.0, 2.0, "step 2 of 2")]
+
+
 def test_new_episodes_appends_the_new_call_to_the_session(new_episodes: SimpleNamespace) -> None:
     """The session now ends with the new call; what was recorded before is kept."""
     after = recorded_calls(new_episodes.cassette, "main")
     assert after[: len(new_episodes.before)] == new_episodes.before
-    assert after[len(new_episodes.before):] == [("add", {"a": 10, "b": 20})]
+    assert after[len(new_episodes.before):] == NEW_CALLS
 
 
 def test_new_episode_replays_in_mode_none(new_episodes: SimpleNamespace) -> None:
-    """A third run, replay only and no server, answers the new call from the cassette."""
+    """A third run, replay only and no server, answers the new calls from the cassette, with
+    their sampling request and progress."""
     run = drive(replay_cmd(new_episodes.cassette, "-s", "main"), known_then_new)
     assert run.results == new_episodes.run.results
+    assert run.sampling == new_episodes.run.sampling
+    assert run.progress == new_episodes.run.progress
     assert "no recorded response matches" not in run.stderr
 
 
