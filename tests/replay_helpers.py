@@ -1,4 +1,4 @@
-"""Helpers for the replay tests: record real sessions, then drive `mcprec replay` with the SDK client.
+"""Helpers for the replay tests: record real sessions, then drive `mcprec replay` with the SDK.
 
 A live run goes through `mcprec record` in front of a real server; a replay run starts
 `mcprec replay CASSETTE` instead, with no server at all. Both are driven by the same scenario with
@@ -169,7 +169,7 @@ async def quietly(call: Callable[..., Awaitable[Any]], *args: Any) -> Any:
 
 
 async def main_scenario(s: Any, run: Run) -> None:
-    """The main SDK session: tools, identical calls, progress, sampling, resources, prompts, ping."""
+    """The main SDK session: tools, identical calls, progress, sampling, resources, prompts."""
     r = run.results
     r["tools/list"] = dump(await s.list_tools())
     r["add"] = dump(await s.call_tool("add", {"a": 2, "b": 3}))
@@ -195,7 +195,8 @@ async def page_through(s: Any, run: Run) -> None:
 
     pages, cursor = [], None
     while True:
-        page = await s.list_resources(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await s.list_resources(params=params)
         pages.append(dump(page))
         cursor = page.next_cursor
         if not cursor:

@@ -122,8 +122,7 @@ def test_list_changed_notifications_replayed(everything: SimpleNamespace) -> Non
 
 @pytest.mark.parametrize("part", ["progress", "sampling", "elicitations"])
 def test_progress_and_server_requests_replayed(everything: SimpleNamespace, part: str) -> None:
-    """Progress of the long-running tool, and the sampling and elicitation requests the server
-    sent while handling its tools, reach the client as they did live."""
+    """Progress, sampling and elicitation requests sent while handling tools replay as live."""
     assert getattr(everything.live, part)
     assert getattr(everything.replayed, part) == getattr(everything.live, part)
 

@@ -1,5 +1,5 @@
-"""The in-process API: `mcprec.testing.replay_streams` feeding the SDK's ClientSession directly, with
-no subprocess, and custom matcher callables (which only work in-process)."""
+"""The in-process API: `mcprec.testing.replay_streams` feeding the SDK's ClientSession directly,
+with no subprocess, and custom matcher callables (which only work in-process)."""
 
 from __future__ import annotations
 
@@ -79,8 +79,7 @@ def same_text_ignoring_case(incoming: dict[str, Any], recorded: dict[str, Any]) 
 
 @pytest.mark.parametrize("text,matches", [("HELLO", True), ("BYE", False)])
 def test_custom_matcher_decides_among_candidates(main: Any, text: str, matches: bool) -> None:
-    """With the text ignored, a matcher comparing it case-insensitively accepts HELLO for the
-    recorded hello, and refuses BYE."""
+    """With the text ignored, a case-insensitive matcher accepts HELLO for hello, not BYE."""
     options = MatchOptions(ignore=["params.arguments.text"], matchers=[same_text_ignoring_case])
     run = replay_in_process(main, echo(text), options=options)
     if matches:

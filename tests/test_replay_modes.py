@@ -1,4 +1,4 @@
-"""Record modes of `mcprec replay` (none, once, new_episodes, all) and its errors on bad cassettes."""
+"""Record modes of `mcprec replay` (none, once, new_episodes, all); errors on bad cassettes."""
 
 from __future__ import annotations
 
@@ -156,8 +156,7 @@ def test_new_episodes_forwards_the_unmatched_call_to_the_real_server(
 
 def test_new_episodes_relays_the_real_servers_requests_and_progress(
         new_episodes: SimpleNamespace) -> None:
-    """The real server's sampling request reaches the client and its answer the server; its
-    progress reaches the client's progress callback."""
+    """The real server's sampling request and progress reach the client, its answer the server."""
     run = new_episodes.run
     assert [m["messages"][0]["content"]["text"] for m in run.sampling] == ["how?"]
     assert run.results["ask how"]["structuredContent"] == {
@@ -173,8 +172,7 @@ def test_new_episodes_appends_the_new_call_to_the_session(new_episodes: SimpleNa
 
 
 def test_new_episode_replays_in_mode_none(new_episodes: SimpleNamespace) -> None:
-    """A third run, replay only and no server, answers the new calls from the cassette, with
-    their sampling request and progress."""
+    """A third run in mode none replays the new calls, their sampling request and progress too."""
     run = drive(replay_cmd(new_episodes.cassette, "-s", "main"), known_then_new)
     assert run.results == new_episodes.run.results
     assert run.sampling == new_episodes.run.sampling
@@ -266,3 +264,11 @@ def test_bad_cassette_is_a_one_line_error(sdk_recordings: SimpleNamespace, tmp_p
     assert BAD[kind] in line
     assert str(path) in line or os.path.basename(path) in line
     assert result.stdout == b""
+
+
+def test_unparsable_ignore_path_is_a_one_line_error(sdk_recordings: SimpleNamespace) -> None:
+    """--ignore with a JSON path that does not parse is refused before replaying: exit 2."""
+    result = run_mcprec("replay", str(sdk_recordings.main.cassette), "--ignore", "params..x",
+                        input=b"")
+    assert result.returncode == 2
+    assert "cannot parse JSON path 'params..x'" in one_line_error(result.stderr)

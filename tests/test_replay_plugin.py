@@ -59,9 +59,7 @@ def inner_test(pytester: pytest.Pytester, *, server: list[str], calls: list = BO
 
 def test_once_mode_records_then_default_mode_replays_without_the_server(
         pytester: pytest.Pytester) -> None:
-    """--mcprec-mode=once passes against the real server and records the cassette at
-    <test dir>/cassettes/<module>/<test>.db; plain pytest then replays it, every recorded request
-    played, with a server command that cannot serve."""
+    """once records <test dir>/cassettes/<module>/<test>.db; plain pytest replays it serverless."""
     cassette = inner_test(pytester, server=SDK)
     pytester.runpytest("tests", "--mcprec-mode=once", *INNER_ARGS).assert_outcomes(passed=1)
     assert cassette.is_file()

@@ -125,7 +125,8 @@ def test_each_cursor_gets_its_own_page(extra: Any) -> None:
     from mcp_types import PaginatedRequestParams
 
     async def last_page_first(s: Any, run: Run) -> None:
-        run.results["last"] = dump(await s.list_resources(params=PaginatedRequestParams(cursor="10")))
+        last = await s.list_resources(params=PaginatedRequestParams(cursor="10"))
+        run.results["last"] = dump(last)
 
     run = replay(extra, last_page_first)
     assert run.results["last"] == extra.live.results["pages"][2]
@@ -179,7 +180,7 @@ async def ask(s: Any, run: Run) -> None:
 
 
 def test_sampling_request_reaches_the_client_with_the_recorded_params(main: Any) -> None:
-    """The replay sends the recorded sampling/createMessage; the client's callback gets its params."""
+    """The replay sends the recorded sampling request; the client's callback gets its params."""
     run = replay(main, ask)
     assert run.sampling == main.live.sampling
     assert run.results["ask_model"] == main.live.results["ask_model"]
@@ -294,6 +295,23 @@ def test_closest_candidate_comes_first(unmatched: Run) -> None:
     lines = unmatched.stderr.splitlines()
     first = next(i for i, line in enumerate(lines) if line.strip().startswith("1. seq"))
     assert lines[first + 1].strip() == "params.arguments.b: recorded 3, got 4"
+
+
+def test_never_recorded_method_lists_the_recorded_ones(main: Any) -> None:
+    """A method the session never saw fails, and stderr lists the methods it did record."""
+    from mcp_types import PromptReference
+
+    async def complete(s: Any, run: Run) -> None:
+        try:
+            await s.complete(PromptReference(type="ref/prompt", name="opener"),
+                             {"name": "mood", "value": "c"})
+        except MCPError as e:
+            run.results["error"] = e.error.message
+
+    run = replay(main, complete)
+    assert "no recorded response matches" in run.results["error"]
+    assert "'completion/complete' was never recorded in this session; recorded methods: " \
+        "initialize, ping, prompts/get" in run.stderr
 
 
 # --- matching options --------------------------------------------------------------------------

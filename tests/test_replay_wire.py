@@ -1,5 +1,5 @@
 """`mcprec replay` on the wire: a raw JSON-RPC client writes lines the SDK client would never
-write (reordered keys, string ids, pipelined requests, garbage) and reads exactly what comes back."""
+write (reordered keys, string ids, pipelined requests, garbage) and reads what comes back."""
 
 from __future__ import annotations
 
