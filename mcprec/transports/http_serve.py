@@ -86,7 +86,7 @@ async def serve_app(
         timeout_graceful_shutdown=1, timeout_keep_alive=30, server_header=False,
         date_header=False,
         # the apps read no client address or scheme: no X-Forwarded-* middleware on every request
-        proxy_headers=False, interface="asgi3",
+        proxy_headers=False, interface="asgi3", http=_http_protocol(),
     )
     server = uvicorn.Server(config)
     quiet_uvicorn()
@@ -103,6 +103,69 @@ async def serve_app(
         waiter.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+class _CoalescingTransport:
+    """Writes made in one event-loop iteration leave in one system call.
+
+    uvicorn writes a response's head as soon as the app sends ``http.response.start`` and its
+    body on ``http.response.body``: two sends where one does, and on loopback each costs as
+    much as the rest of a small exchange. Here writes are gathered and flushed at the end of
+    the current loop iteration (``call_soon``), or at once before close: the same bytes in the
+    same order, a few µs later, in one ``writelines``.
+    """
+
+    __slots__ = ("_transport", "_loop", "_pending")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] | None = None
+
+    def write(self, data: bytes) -> None:
+        if self._pending is None:
+            self._pending = [data]
+            self._loop.call_soon(self._flush)
+        else:
+            self._pending.append(data)
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, None
+        if not pending or self._transport.is_closing():
+            return
+        if len(pending) == 1:
+            self._transport.write(pending[0])
+        else:
+            self._transport.writelines(pending)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._pending = None
+        self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def _http_protocol() -> Any:
+    """uvicorn's httptools protocol writing through a ``_CoalescingTransport``."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:  # pragma: no cover - httptools is a dependency
+        return "auto"
+
+    class CoalescingHttpToolsProtocol(HttpToolsProtocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self.transport = _CoalescingTransport(transport, self.loop)  # type: ignore[assignment]
+
+    return CoalescingHttpToolsProtocol
 
 
 def header(scope: dict[str, Any], name: bytes) -> str | None:
