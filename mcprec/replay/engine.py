@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -332,7 +334,7 @@ class ReplaySession:
                 if delay > 0:
                     await asyncio.sleep(delay)
             if m.kind in (wire.RESPONSE, wire.ERROR):
-                await self._send(_dumps({**m.json, "id": rid}), related)
+                await self._send(_with_id(m, rid), related)
                 continue
             if m.kind == wire.NOTIFICATION:
                 obj = m.json
@@ -381,6 +383,23 @@ class ReplaySession:
             "unmatched": self.stats.unmatched,
             "unplayed": [{"seq": m.seq, "method": m.method} for m in self.unplayed()],
         }
+
+
+# orjson is exact for integers within 64 bits; beyond that it parses them as doubles
+_LONG_NUMBER = re.compile(rb"\d{16,}")
+
+
+def _with_id(m: Message, rid: Any) -> bytes:
+    """The recorded answer ``m`` with the client's id, its numbers exactly as recorded.
+
+    orjson turns integers beyond 64 bits into doubles (2**70 + 1 would come back rounded), so an
+    answer holding a long run of digits is rewritten with the standard library's parser instead.
+    """
+    if _LONG_NUMBER.search(m.raw) is None:
+        return _dumps({**m.json, "id": rid})
+    obj = json.loads(m.raw)
+    obj["id"] = rid
+    return json.dumps(obj, separators=(",", ":")).encode()
 
 
 def _progress_token(obj: dict[str, Any]) -> Any:
