@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from mcp.shared.exceptions import MCPError
 
 from helpers import MCPREC, SDK_SERVER, ClientRun, dump, recorded
 
@@ -218,10 +219,29 @@ async def cancel_slow_then_add(s: Any, run: Run) -> None:
     run.results["add"] = dump(await s.call_tool("add", {"a": 1, "b": 2}))
 
 
+BIG = 2**70
+"""An integer beyond 64 bits: valid JSON, exact in Python, lossy in parsers that use doubles."""
+PAYLOAD_SIZE = 1_000_000
+
+
+async def errors_and_edges(s: Any, run: Run) -> None:
+    """A JSON-RPC error, a tool error result, a large payload and a very large integer."""
+    r = run.results
+    try:
+        await quietly(s.set_logging_level, "debug")  # MCPServer has no logging/setLevel
+    except MCPError as e:
+        r["setLevel error"] = {"code": e.error.code, "message": e.error.message}
+    r["unknown tool"] = dump(await s.call_tool("no-such-tool", {}))
+    r["payload"] = dump(await s.call_tool("payload", {"size": PAYLOAD_SIZE}))
+    r["big add"] = dump(await s.call_tool("add", {"a": BIG, "b": 1}))
+
+
 async def extra_scenario(s: Any, run: Run) -> None:
-    """The second SDK session (paged lists): page through resources, then a cancelled call."""
+    """The second SDK session (paged lists): page through resources, a cancelled call, errors and
+    edge cases."""
     await page_through(s, run)
     await cancel_slow_then_add(s, run)
+    await errors_and_edges(s, run)
 
 
 # --- recordings -------------------------------------------------------------------------------
