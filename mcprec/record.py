@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import secrets
 import shutil
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 from datetime import datetime
 from pathlib import Path
 
-from .cassette import open_session_writer
+from .cassette import Cassette
+from .cassette.process import ProcessSessionWriter, RecorderProcess
 from .redact import Redactor, default_redactor
 from .errors import McprecError, ServerStartError
 from .transports.stdio import StdioTap
@@ -93,12 +96,9 @@ def record_stdio(
     check_command(argv)
     path = Path(cassette) if cassette is not None else default_cassette(argv)
     name = session or os.environ.get(SESSION_ENV) or default_session_name(argv)
-    writer = open_session_writer(
-        path, name, transport="stdio", target=list(argv), tags=tags,
-        redact=redact if redact is not None else default_redactor(),
-    )
-    # The writer thread must never hold the interpreter long while a chunk waits to be forwarded.
-    sys.setswitchinterval(0.0005)
+    redactor = redact if redact is not None else default_redactor()
+    writer = open_recording(path, name, transport="stdio", target=list(argv), tags=tags,
+                            redact=redactor)
     tap = StdioTap(
         argv,
         writer,
@@ -109,16 +109,38 @@ def record_stdio(
     )
     code: int | None = None
     status = "incomplete"
+    started = False
     try:
         code = asyncio.run(tap.run())
+        started = True
         status = "complete"
         return code
-    except McprecError:
+    except ServerStartError:
         raise
     finally:
         writer.close(exit_code=code, status=status)
-        if writer.error is not None and not isinstance(writer.error, McprecError):
+        if not started and code is None:
+            with contextlib.suppress(McprecError), Cassette.open(path) as c:
+                if not any(True for _ in c.messages(writer.session)):
+                    c.delete_session(name)  # the server never ran: no empty session left
+        if writer.error is not None:
             print(f"mcprec: recording to {path} was incomplete: {writer.error}", file=sys.stderr)
+
+
+def open_recording(
+    path: Path, name: str, *, transport: str, target: Any, tags: dict[str, str] | None,
+    redact: Redactor,
+) -> ProcessSessionWriter:
+    """Create the session (so that a bad cassette fails before anything starts) and the
+    recorder process that will write it."""
+    target = redact.redact_value(target)
+    tags = redact.redact_value(tags) if tags else tags
+    with Cassette.open(path, create=True) as c:
+        session = c.create_session(name, transport=transport, target=target, tags=tags,
+                                   recorder_pid=os.getpid())
+        recorder = RecorderProcess(path, rules=redact.rules.to_dict())
+        c.update_session(session, recorder_pid=recorder.pid)
+    return ProcessSessionWriter(recorder, session)
 
 
 def record_http(

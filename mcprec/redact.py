@@ -143,6 +143,17 @@ class Rules:
     """Also redact the values of this process's secret-named environment variables."""
     extra_values: Sequence[str] = field(default_factory=list)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"paths": list(self.paths), "keys": list(self.keys),
+                "patterns": list(self.patterns), "defaults": self.defaults, "env": self.env,
+                "extra_values": list(self.extra_values)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Rules:
+        return cls(paths=tuple(d.get("paths", ())), keys=tuple(d.get("keys", ())),
+                   patterns=tuple(d.get("patterns", ())), defaults=bool(d.get("defaults", True)),
+                   env=bool(d.get("env", True)), extra_values=list(d.get("extra_values", ())))
+
     def merged(self, other: Rules) -> Rules:
         return Rules(
             paths=(*self.paths, *other.paths), keys=(*self.keys, *other.keys),

@@ -287,6 +287,14 @@ class Cassette:
             )
         return _session(row)
 
+    def session_by_id(self, session_id: int) -> Session:
+        row = self._conn.execute(
+            f"SELECT {_SESSION_COLUMNS}, 0, 0 FROM sessions s WHERE s.id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise SessionNotFoundError(f"cassette {self.path} has no session #{session_id}")
+        return _session(row)
+
     def create_session(
         self,
         name: str,
@@ -320,6 +328,7 @@ class Cassette:
     _UPDATABLE = frozenset({
         "ended_at", "status", "exit_code", "protocol_version", "client_info", "server_info",
         "client_capabilities", "server_capabilities", "instructions", "tags", "mcprec_version",
+        "recorder_pid",
     })
 
     def update_session(self, session: Session, **fields: Any) -> None:

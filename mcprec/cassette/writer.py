@@ -48,31 +48,21 @@ class Redactor(Protocol):
     def redact_text(self, text: str) -> str: ...
 
 
-class SessionWriter:
-    """Records one session into a cassette from a background thread.
+class Recorder:
+    """The synchronous core of recording one session: turns messages into rows (redacted,
+    classified, paired, indexed) and commits them. Used from one thread at a time."""
 
-    Thread-safe producers: ``message`` and ``stderr_line`` may be called from any thread.
-    """
-
-    def __init__(
-        self,
-        cassette: Cassette,
-        session: Session,
-        *,
-        redact: Redactor | None = None,
-        clock_start_ns: int | None = None,
-        first_seq: int = 0,
-        own_cassette: bool = True,
-    ) -> None:
-        self.cassette = cassette
+    def __init__(self, conn: sqlite3.Connection, session: Session, *, path: Any = None,
+                 redact: Redactor | None = None, first_seq: int = 0) -> None:
         self.session = session
-        self.start_ns = clock_start_ns if clock_start_ns is not None else time.monotonic_ns()
+        self.path = path
         self.error: BaseException | None = None
         self.count = 0
+        self._conn = conn
         self._redact = redact
-        self._conn = cassette.connection
-        self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._seq = first_seq
+        self._rows: list[tuple[Any, ...]] = []
+        self._errs: list[tuple[Any, ...]] = []
         # (direction of the request, id text) -> (seq, method) of requests awaiting an answer
         self._pending: dict[tuple[str, str], tuple[int, str]] = {}
         # per direction: seqs of requests awaiting an answer, oldest first (dicts keep order)
@@ -82,96 +72,31 @@ class SessionWriter:
         # progress token (JSON text) -> seq of the request that carried it
         self._tokens: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
-        self._closed = False
-        self._own_cassette = own_cassette
-        self._thread = threading.Thread(target=self._run, name="mcprec-writer", daemon=True)
-        self._thread.start()
 
-    # --- producers (hot path) ---------------------------------------------------------------
+    @property
+    def pending(self) -> int:
+        """Rows waiting for ``commit``."""
+        return len(self._rows) + len(self._errs)
 
-    def now(self) -> int:
-        return time.monotonic_ns() - self.start_ns
+    def add(self, direction: str, t_ns: int, raw: bytes, http: dict[str, Any] | None = None,
+            context: str | None = AUTO) -> None:
+        self._rows.append(self._row(self.session.id, direction, t_ns, raw, http, context))
 
-    def message(
-        self, direction: str, raw: bytes, t_ns: int | None = None,
-        http: dict[str, Any] | None = None, context: str | None = AUTO,
-    ) -> None:
-        self._queue.put(
-            (_MESSAGE, direction, time.monotonic_ns() - self.start_ns if t_ns is None else t_ns,
-             raw, http, context)
-        )
+    def add_stderr(self, t_ns: int, line: bytes) -> None:
+        text = line.decode("utf-8", "replace")
+        if self._redact is not None:
+            text = self._redact.redact_text(text)
+        self._errs.append((self.session.id, t_ns, text))
 
-    def stderr_line(self, line: bytes, t_ns: int | None = None) -> None:
-        self._queue.put((_STDERR, t_ns if t_ns is not None else self.now(), line))
-
-    def sync(self, timeout: float | None = None) -> bool:
-        """Block until everything queued so far is committed (used by ``--durable``)."""
-        done = threading.Event()
-        self._queue.put((_SYNC, done))
-        return done.wait(timeout)
-
-    # --- lifecycle --------------------------------------------------------------------------
-
-    def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:
-        """Flush every queued message and mark the session ended. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put((_STOP,))
-        self._thread.join()
-        try:
-            self._conn.execute(
-                "UPDATE sessions SET ended_at = ?, status = ?, exit_code = ? WHERE id = ?",
-                (schema.now_iso(), status, exit_code, self.session.id),
-            )
-        except sqlite3.Error as e:
-            self.error = self.error or e
-        if self._own_cassette:
-            self.cassette.close()
-
-    # --- writer thread ----------------------------------------------------------------------
-
-    def _run(self) -> None:
-        q = self._queue
-        while True:
-            item = q.get()
-            batch = [item]
-            size = len(item[3]) if item[0] == _MESSAGE else 0
-            stop = item[0] == _STOP
-            while not stop and len(batch) < MAX_BATCH_MESSAGES and size < MAX_BATCH_BYTES:
-                try:
-                    item = q.get_nowait()
-                except queue.Empty:
-                    break
-                batch.append(item)
-                if item[0] == _MESSAGE:
-                    size += len(item[3])
-                elif item[0] == _STOP:
-                    stop = True
-            self._commit(batch)
-            for it in batch:
-                if it[0] == _SYNC:
-                    it[1].set()
-            if stop:
-                return
-
-    def _commit(self, batch: list[tuple[Any, ...]]) -> None:
-        rows: list[tuple[Any, ...]] = []
-        errs: list[tuple[Any, ...]] = []
-        sid = self.session.id
-        for item in batch:
-            tag = item[0]
-            if tag == _MESSAGE:
-                rows.append(self._row(sid, item[1], item[2], item[3], item[4], item[5]))
-            elif tag == _STDERR:
-                line = item[2].decode("utf-8", "replace")
-                if self._redact is not None:
-                    line = self._redact.redact_text(line)
-                errs.append((sid, item[1], line))
-        if not rows and not errs and not self._meta:
+    def commit(self) -> None:
+        """Write what is pending in one transaction (retrying while another writer holds the
+        lock). Errors are reported once and recording stops; forwarding is never affected."""
+        rows, self._rows = self._rows, []
+        errs, self._errs = self._errs, []
+        if (not rows and not errs and not self._meta) or self.error is not None:
             return
         meta, self._meta = self._meta, {}
-        for attempt in range(50):
+        for attempt in range(200):
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -184,7 +109,8 @@ class SessionWriter:
                     if meta:
                         cols = ", ".join(f"{k} = ?" for k in meta)
                         self._conn.execute(
-                            f"UPDATE sessions SET {cols} WHERE id = ?", (*meta.values(), sid)
+                            f"UPDATE sessions SET {cols} WHERE id = ?",
+                            (*meta.values(), self.session.id),
                         )
                     self._conn.execute("COMMIT")
                 except BaseException:
@@ -203,11 +129,22 @@ class SessionWriter:
                 return
         self._fail(sqlite3.OperationalError("database stayed locked"))
 
+    def finish(self, *, exit_code: int | None = None, status: str = "complete") -> None:
+        """Commit what is pending and mark the session ended."""
+        self.commit()
+        try:
+            self._conn.execute(
+                "UPDATE sessions SET ended_at = ?, status = ?, exit_code = ? WHERE id = ?",
+                (schema.now_iso(), status, exit_code, self.session.id),
+            )
+        except sqlite3.Error as e:
+            self.error = self.error or e
+
     def _fail(self, e: BaseException) -> None:
         if self.error is None:
             self.error = e
             print(
-                f"mcprec: cannot write to cassette {self.cassette.path}: {e}; "
+                f"mcprec: cannot write to cassette {self.path}: {e}; "
                 "traffic is still forwarded but no longer recorded",
                 file=sys.stderr,
                 flush=True,
@@ -296,6 +233,150 @@ class SessionWriter:
         if value is None:
             return
         self._meta[column] = orjson.dumps(value).decode() if json else str(value)
+
+
+
+
+class SessionWriter:
+    """Records one session into a cassette from a background thread.
+
+    Thread-safe producers: ``message`` and ``stderr_line`` may be called from any thread.
+    (``mcprec record`` uses a recorder process instead: see ``process.py``.)
+    """
+
+    def __init__(
+        self,
+        cassette: Cassette,
+        session: Session,
+        *,
+        redact: Redactor | None = None,
+        clock_start_ns: int | None = None,
+        first_seq: int = 0,
+        own_cassette: bool = True,
+    ) -> None:
+        self.cassette = cassette
+        self.session = session
+        self.start_ns = clock_start_ns if clock_start_ns is not None else time.monotonic_ns()
+        self._recorder = Recorder(cassette.connection, session, path=cassette.path, redact=redact,
+                                  first_seq=first_seq)
+        self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._framers: dict[str, TimedFramer] = {}
+        self._closed = False
+        self._own_cassette = own_cassette
+        self._thread = threading.Thread(target=self._run, name="mcprec-writer", daemon=True)
+        self._thread.start()
+
+    @property
+    def error(self) -> BaseException | None:
+        return self._recorder.error
+
+    @property
+    def count(self) -> int:
+        return self._recorder.count
+
+    # --- producers (hot path) ---------------------------------------------------------------
+
+    def now(self) -> int:
+        return time.monotonic_ns() - self.start_ns
+
+    def message(
+        self, direction: str, raw: bytes, t_ns: int | None = None,
+        http: dict[str, Any] | None = None, context: str | None = AUTO,
+    ) -> None:
+        self._queue.put(
+            (_MESSAGE, direction, time.monotonic_ns() - self.start_ns if t_ns is None else t_ns,
+             raw, http, context)
+        )
+
+    def stderr_line(self, line: bytes, t_ns: int | None = None) -> None:
+        self._queue.put((_STDERR, t_ns if t_ns is not None else self.now(), line))
+
+    # the chunk interface of a stdio tap: streams cut into lines here, on the caller's thread
+
+    def chunk(self, direction: str, data: bytes, t_ns: int) -> None:
+        self._framer(direction).feed_at(data, t_ns)
+
+    def stream_end(self, direction: str) -> None:
+        self._framer(direction).close()
+
+    def stderr_chunk(self, data: bytes, t_ns: int) -> None:
+        self._framer("stderr").feed_at(data, t_ns)
+
+    def _framer(self, stream: str) -> TimedFramer:
+        f = self._framers.get(stream)
+        if f is None:
+            if stream == "stderr":
+                f = TimedFramer(lambda line, t: self.stderr_line(line, t))
+            else:
+                f = TimedFramer(lambda line, t, d=stream: self.message(d, line, t))
+            self._framers[stream] = f
+        return f
+
+    def sync(self, timeout: float | None = None) -> bool:
+        """Block until everything queued so far is committed."""
+        done = threading.Event()
+        self._queue.put((_SYNC, done))
+        return done.wait(timeout)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:
+        """Flush every queued message and mark the session ended. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put((_STOP,))
+        self._thread.join()
+        self._recorder.finish(exit_code=exit_code, status=status)
+        if self._own_cassette:
+            self.cassette.close()
+
+    # --- writer thread ----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        q = self._queue
+        rec = self._recorder
+        while True:
+            item = q.get()
+            size = 0
+            stop = False
+            while True:
+                tag = item[0]
+                if tag == _MESSAGE:
+                    rec.add(item[1], item[2], item[3], item[4], item[5])
+                    size += len(item[3])
+                elif tag == _STDERR:
+                    rec.add_stderr(item[1], item[2])
+                elif tag == _SYNC:
+                    rec.commit()
+                    item[1].set()
+                elif tag == _STOP:
+                    stop = True
+                    break
+                if rec.pending >= MAX_BATCH_MESSAGES or size >= MAX_BATCH_BYTES:
+                    break
+                try:
+                    item = q.get_nowait()
+                except queue.Empty:
+                    break
+            rec.commit()
+            if stop:
+                return
+
+
+class TimedFramer:
+    """A ``LineFramer`` whose lines carry the time of the chunk that completed them."""
+
+    def __init__(self, emit: Any) -> None:
+        self._t = 0
+        self._framer = wire.LineFramer(lambda line, term: emit(line, self._t))
+
+    def feed_at(self, data: bytes, t_ns: int) -> None:
+        self._t = t_ns
+        self._framer.feed(data)
+
+    def close(self) -> None:
+        self._framer.close()
 
 
 def open_session_writer(

@@ -1,9 +1,9 @@
 """The stdio tap: a transparent byte pump between our stdin/stdout and a child server.
 
 Forwarding uses asyncio's non-blocking pipe transports directly: each chunk is written on the
-moment it is read (no line buffering, no parsing, no reordering); a ``LineFramer`` beside it cuts
-the same chunks into messages for the recorder. Back-pressure is passed through: when one side
-stops reading, we stop reading from the other.
+moment it is read (no line buffering, no parsing, no reordering); the same chunks go to the
+recorder, which cuts them into messages elsewhere (in its own process, for ``mcprec record``).
+Back-pressure is passed through: when one side stops reading, we stop reading from the other.
 """
 
 from __future__ import annotations
@@ -22,29 +22,35 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..errors import ServerStartError
-from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT, LineFramer
+from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Recorder(Protocol):
-    """What the tap reports to (a ``SessionWriter`` fits)."""
+    """What the tap reports to: the raw chunks of each stream, as read (the recorder cuts them
+    into messages). ``ProcessSessionWriter`` and ``SessionWriter`` fit."""
 
     start_ns: int
 
-    def message(self, direction: str, raw: bytes, t_ns: int | None = None) -> None: ...
+    def chunk(self, direction: str, data: bytes, t_ns: int) -> None: ...
 
-    def stderr_line(self, line: bytes, t_ns: int | None = None) -> None: ...
+    def stream_end(self, direction: str) -> None: ...
+
+    def stderr_chunk(self, data: bytes, t_ns: int) -> None: ...
 
 
 class _NullRecorder:
     def __init__(self) -> None:
         self.start_ns = time.monotonic_ns()
 
-    def message(self, direction: str, raw: bytes, t_ns: int | None = None) -> None:
+    def chunk(self, direction: str, data: bytes, t_ns: int) -> None:
         pass
 
-    def stderr_line(self, line: bytes, t_ns: int | None = None) -> None:
+    def stream_end(self, direction: str) -> None:
+        pass
+
+    def stderr_chunk(self, data: bytes, t_ns: int) -> None:
         pass
 
 
@@ -325,42 +331,44 @@ class StdioTap:
     # -- hot path: server -> client
     def _server_data(self, data: bytes) -> None:
         self._sent_any = True
-        self._t_s2c = time.monotonic_ns() - self._start
+        t = time.monotonic_ns() - self._start
         if self._before_forward is not None:
-            self._s2c.feed(data)  # durable: record (and commit) before forwarding
+            self._chunk(SERVER_TO_CLIENT, data, t)  # durable: committed before forwarded
             self._before_forward()
             self.client.writer.write(data)
         else:
             self.client.writer.write(data)
-            self._s2c.feed(data)
-
-    def _emit_s2c(self, line: bytes, terminated: bool) -> None:
-        self.recorder.message(SERVER_TO_CLIENT, line, self._t_s2c)
+            self._chunk(SERVER_TO_CLIENT, data, t)
 
     # -- hot path: client -> server
     def _client_data(self, data: bytes) -> None:
-        self._t_c2s = time.monotonic_ns() - self._start
+        t = time.monotonic_ns() - self._start
         stdin = self._stdin
         if self._before_forward is not None:
-            self._c2s.feed(data)
+            self._chunk(CLIENT_TO_SERVER, data, t)
             self._before_forward()
             if stdin is not None and not stdin.is_closing():
                 stdin.write(data)
             return
         if stdin is not None and not stdin.is_closing():
             stdin.write(data)
-        self._c2s.feed(data)
-
-    def _emit_c2s(self, line: bytes, terminated: bool) -> None:
-        self.recorder.message(CLIENT_TO_SERVER, line, self._t_c2s)
+        self._chunk(CLIENT_TO_SERVER, data, t)
 
     def _server_stderr(self, data: bytes) -> None:
         self._errout.write(data)
-        self._t_err = time.monotonic_ns() - self._start
-        self._err.feed(data)
+        self.recorder.stderr_chunk(data, time.monotonic_ns() - self._start)
 
-    def _emit_err(self, line: bytes, terminated: bool) -> None:
-        self.recorder.stderr_line(line, self._t_err)
+    def _pressure(self, paused: bool) -> None:
+        """The recorder is far behind: stop reading both sides until it catches up."""
+        child_out = self._proc.get_pipe_transport(1) if self._proc is not None else None
+        if paused:
+            self.client.pause_reading()
+            if child_out is not None and not child_out.is_closing():
+                child_out.pause_reading()
+        else:
+            self.client.resume_reading()
+            if child_out is not None and not child_out.is_closing():
+                child_out.resume_reading()
 
     # -- lifecycle events
     def _client_eof(self) -> None:
@@ -416,10 +424,10 @@ class StdioTap:
         self._stdout_eof = asyncio.Event()
         self._client_closed = False
         self._stdin: Any = None
-        self._t_s2c = self._t_c2s = self._t_err = 0
-        self._s2c = LineFramer(self._emit_s2c)
-        self._c2s = LineFramer(self._emit_c2s)
-        self._err = LineFramer(self._emit_err)
+        self._chunk = self.recorder.chunk
+        self._proc = None
+        if hasattr(self.recorder, "set_pressure_callback"):
+            self.recorder.set_pressure_callback(self._pressure)
         self._errout = _StderrPassthrough(stderr_fd)
         try:
             transport, _ = await loop.subprocess_exec(
@@ -471,9 +479,8 @@ class StdioTap:
             if self._exit_handle is not None:
                 self._exit_handle.cancel()
             self.client.stop_reading()
-            self._s2c.close()
-            self._c2s.close()
-            self._err.close()
+            self.recorder.stream_end(CLIENT_TO_SERVER)
+            self.recorder.stream_end(SERVER_TO_CLIENT)
             await self.client.drain_and_close(timeout=5.0)
             self.client.restore()
             self._errout.close()
