@@ -24,7 +24,7 @@ import orjson
 
 from .. import wire
 from ..cassette import Cassette, Message, Session
-from ..errors import NoMatchError, ReplayError
+from ..errors import McprecError, NoMatchError, ReplayError
 from ..matching import Match, Matcher, MatchOptions
 from ..redact import Redactor, default_redactor
 
@@ -206,7 +206,16 @@ class ReplaySession:
         rid = obj.get("id")
         if self.live is not None:
             self.stats.forwarded += 1
-            await self.live.forward(obj, self)
+            try:
+                await self.live.forward(obj, self)
+            except (McprecError, OSError) as failure:  # the real server did not start, or died
+                self.stats.unmatched.append({"method": method, "id": rid})
+                self._log(f"mcprec: {e}; the real server could not answer it: {failure}")
+                await self._send(
+                    error_response(rid, NO_MATCH_CODE, f"mcprec replay: {e}; the real server "
+                                   f"could not answer it: {failure}"),
+                    wire.id_text(rid),
+                )
             return
         if method in EMPTY_RESULT_METHODS:
             await self._send(_dumps({"jsonrpc": "2.0", "id": rid, "result": {}}), wire.id_text(rid))
