@@ -343,11 +343,7 @@ class Matcher:
                 diffs = differences(self._comparable(m.json), incoming)
                 lines.append(f"    {i}. seq {m.seq} {m.method} ({state})")
                 if not diffs:
-                    if self.options.repeat == "error" and m.seq in self._pos.played:
-                        lines.append("       identical, but its recorded answers are used up "
-                                     "(--repeat error)")
-                    else:
-                        lines.append("       identical params; a custom matcher rejected it")
+                    lines.append(f"       {self._why_identical_failed(m, method)}")
                 for d in diffs[:8]:
                     lines.append(f"       {d.describe()}")
                 if len(diffs) > 8:
@@ -358,6 +354,18 @@ class Matcher:
         )
         report = "\n".join(lines)
         return NoMatchError(head, report)
+
+    def _why_identical_failed(self, m: Message, method: str) -> str:
+        """Why a recorded request with the very same params did not match."""
+        if m.method != method:  # strict order: the recording expects another method here
+            return f"same params, but the recording has {m.method} here, not {method}"
+        if self.options.repeat == "error" and m.seq in self._pos.played:
+            return "identical, but its recorded answers are used up (--repeat error)"
+        if self.options.matchers:
+            return "identical params; a custom matcher rejected it"
+        # found by method but not by its stored match key: indexed by another mcprec version
+        return ("identical params, but its stored match key differs (recorded by another "
+                "mcprec version?); re-record the session")
 
     def _comparable(self, obj: Any) -> Any:
         if not isinstance(obj, dict):
