@@ -420,6 +420,38 @@ def test_strict_order_rejects_a_request_out_of_turn(main: Any) -> None:
     assert "strict order: the next recorded request is" in run.stderr
 
 
+def test_strict_order_names_the_method_the_recording_expects(main: Any) -> None:
+    """Out of turn with the same (empty) params, the report names the expected method."""
+
+    async def prompts_first(s: Any, run: Run) -> None:
+        with pytest.raises(MCPError):
+            await s.list_prompts()
+
+    run = replay(main, prompts_first, "--strict-order")
+    assert "same params, but the recording has tools/list here, not prompts/list" in run.stderr
+    assert "custom matcher" not in run.stderr
+
+
+def test_stale_match_key_is_reported_as_such(main: Any, tmp_path: Any) -> None:
+    """A stored match key from another mcprec's index is reported as such, not as a matcher."""
+    import sqlite3
+
+    cassette = main.copy_to(tmp_path)
+    with sqlite3.connect(cassette) as conn:
+        conn.execute("UPDATE messages SET match_key = 'from-another-version' "
+                     "WHERE method = 'tools/call' AND kind = 'request'")
+    conn.close()
+
+    async def add(s: Any, run: Run) -> None:
+        await s.list_tools()
+        with pytest.raises(MCPError):
+            await s.call_tool("add", {"a": 2, "b": 3})
+
+    run = drive(replay_cmd(cassette, "-s", main.session), add)
+    assert "identical params, but its stored match key differs" in run.stderr
+    assert "custom matcher" not in run.stderr
+
+
 def test_without_strict_order_a_request_out_of_turn_matches(main: Any) -> None:
     """By default the order does not matter: echo before add still matches."""
     run = replay(main, swapped_order)
