@@ -189,3 +189,23 @@ def test_replay_exits_when_the_client_closes_stdin(client: Any) -> None:
     code, err = c.close()
     assert code == 0, err
     assert time.monotonic() - start < 5
+
+
+def test_requests_piped_before_eof_are_all_answered(sdk_recordings: SimpleNamespace) -> None:
+    """Requests followed at once by end of input (a shell pipe) still all get their answers."""
+    from helpers import run_mcprec
+
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "pipe", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        call(2, "add", {"a": 2, "b": 3}),
+        call(3, "slow", {"steps": 4, "delay_ms": 150}, _meta={"progressToken": 3}),
+    ]
+    result = run_mcprec("replay", str(sdk_recordings.main.cassette), "--timing", "0.5",
+                        input=b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+    assert result.returncode == 0, result.stderr
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert {a["id"] for a in answers if "id" in a} == {1, 2, 3}
+    assert sum(a.get("method") == "notifications/progress" for a in answers) == 4
