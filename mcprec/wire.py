@@ -160,9 +160,11 @@ def canonical_params(params: Any) -> bytes:
 
 
 def match_key(method: str, params: Any) -> str:
-    """A short stable hash of method + canonical params, indexed in the cassette."""
-    h = hashlib.blake2b(digest_size=10)
-    h.update(method.encode())
+    """A short stable hash of method + canonical params, indexed in the cassette.
+
+    SHA-256 because CPUs hash it in hardware: large params (base64 payloads) cost little.
+    """
+    h = hashlib.sha256(method.encode())
     h.update(b"\0")
     h.update(canonical_params(params))
-    return h.hexdigest()
+    return h.hexdigest()[:20]

@@ -12,6 +12,7 @@ import sqlite3
 from datetime import datetime, timezone
 
 APPLICATION_ID = 0x6D637072  # "mcpr"
+PAGE_SIZE = 16384
 
 _INITIAL = """
 CREATE TABLE meta (

@@ -177,6 +177,10 @@ def _prepare(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
                 f"{path} was written by a newer mcprec (cassette format {version}; this mcprec "
                 f"{__version__} reads up to {schema.FORMAT_VERSION}); upgrade mcprec to read it"
             )
+        if version is None:
+            # before the first table and WAL: large pages suit large messages (fewer overflow
+            # pages to write); a no-op when another process created the schema meanwhile
+            conn.execute(f"PRAGMA page_size = {schema.PAGE_SIZE}")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -190,6 +194,7 @@ def _prepare(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+        _check_length(conn, path)
         _repair_abandoned(conn)
     except sqlite3.DatabaseError as e:
         msg = str(e)
@@ -200,6 +205,21 @@ def _prepare(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
         if "readonly" in msg or "read-only" in msg:
             raise CassetteError(f"cassette {path} is read-only: {msg}") from e
         raise CassetteError(f"cannot open cassette {path}: {msg}") from e
+
+
+def _check_length(conn: sqlite3.Connection, path: Path) -> None:
+    """A truncated file (a cut-short copy or download) is caught at once, not mid-replay."""
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        return  # pages may live in the WAL: the main file can be shorter
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    size = path.stat().st_size
+    if size < pages * page_size:
+        raise NotACassetteError(
+            f"{path} is corrupt: truncated to {size} bytes of {pages * page_size}; "
+            "restore it from a good copy"
+        )
 
 
 def _pid_alive(pid: int) -> bool:
