@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import orjson
 
 from . import wire
 from .cassette import Cassette, Message, Session
@@ -125,7 +124,7 @@ class Difference:
 
 
 def _short(value: Any, width: int = 60) -> str:
-    text = orjson.dumps(value).decode()
+    text = wire.dumps(value).decode()
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
@@ -292,7 +291,7 @@ class Matcher:
     def _canonical(self, obj: Any) -> bytes:
         params = obj.get("params") if isinstance(obj, dict) else None
         request = {"method": obj.get("method"), "params": wire.strip_meta(params or {})}
-        return orjson.dumps(remove_paths(request, self._ignore), option=orjson.OPT_SORT_KEYS)
+        return wire.dumps(remove_paths(request, self._ignore), sort_keys=True)
 
     def _custom_ok(self, incoming: dict[str, Any], recorded: Any) -> bool:
         return all(m(incoming, recorded) for m in self.options.matchers)

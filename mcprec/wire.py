@@ -7,6 +7,8 @@ Nothing here raises on garbage: bytes that are not JSON-RPC become a message of 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Final
 
@@ -39,10 +41,32 @@ class Classified:
     """The parsed message, or None when it is not JSON."""
 
 
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
+def loads(raw: bytes) -> Any:
+    """Parse JSON exactly: integers beyond 64 bits stay integers (orjson would round them)."""
+    if _LONG_DIGITS.search(raw) is not None:
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError) as e:
+            raise orjson.JSONDecodeError(str(e), "", 0) from None
+    return orjson.loads(raw)
+
+
+def dumps(obj: Any, *, sort_keys: bool = False) -> bytes:
+    """Compact JSON; integers beyond 64 bits kept exact."""
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS if sort_keys else None)
+    except TypeError:
+        return json.dumps(obj, sort_keys=sort_keys, separators=(",", ":"),
+                          ensure_ascii=False).encode()
+
+
 def classify(raw: bytes) -> Classified:
     """Classify one framed message; never raises."""
     try:
-        obj = orjson.loads(raw)
+        obj = loads(raw)
     except orjson.JSONDecodeError:
         return Classified(INVALID)
     return classify_obj(obj)
@@ -156,7 +180,7 @@ def canonical_params(params: Any) -> bytes:
     """The canonical bytes of request params: ``_meta`` dropped, keys sorted, compact."""
     if params is None:
         params = {}
-    return orjson.dumps(strip_meta(params), option=orjson.OPT_SORT_KEYS)
+    return dumps(strip_meta(params), sort_keys=True)
 
 
 def match_key(method: str, params: Any) -> str:

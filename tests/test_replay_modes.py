@@ -210,9 +210,6 @@ def test_new_episodes_without_a_working_server_answers_with_an_error(
     assert run.results["known 0"] == main.live.results["add"]
 
 
-@pytest.mark.xfail(strict=True, reason="mcprec bug: once the live server has exited, "
-                   "LiveServer.forward (mcprec/replay/live.py) writes to the dead process and "
-                   "waits forever for an answer; the client's call hangs")
 def test_new_episodes_after_the_server_exited_later_calls_fail_too(
         sdk_recordings: SimpleNamespace, tmp_path: Path) -> None:
     """A second unmatched call, after the real server has exited, also gets an error."""

@@ -256,9 +256,6 @@ def test_integer_beyond_64_bits_replays_exactly(extra: Any, edges: Run) -> None:
     assert edges.results["big add"] == extra.live.results["big add"]
 
 
-@pytest.mark.xfail(strict=True, reason="mcprec bug: requests are canonicalised through orjson, "
-                   "which parses integers beyond 64 bits as doubles, so 2**70 and 2**70 + 1 "
-                   "have the same match key and match each other (mcprec/wire.py match_key)")
 def test_integers_beyond_64_bits_are_told_apart_when_matching(extra: Any) -> None:
     """add(2**70 + 1, 1) does not match the recorded add(2**70, 1)."""
 

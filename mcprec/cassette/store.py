@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .. import __version__
+from .. import __version__, wire
 from ..errors import CassetteError, FormatTooNewError, NotACassetteError, SessionNotFoundError
 from . import schema
 
@@ -85,7 +85,7 @@ class Message:
     def json(self) -> Any:
         """The parsed message, or None when ``raw`` is not JSON."""
         try:
-            return orjson.loads(self.raw)
+            return wire.loads(self.raw)
         except orjson.JSONDecodeError:
             return None
 

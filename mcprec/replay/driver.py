@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 
 from .. import wire
 from ..cassette import Cassette, Message, Session, SessionWriter
@@ -130,7 +129,7 @@ class Driver:
             reply = {"jsonrpc": "2.0", "id": rid, "error": {
                 "code": -32601, "message": f"mcprec verify: the recording has no answer to "
                                            f"{method} #{n + 1}"}}
-        await self._send(orjson.dumps(reply))
+        await self._send(wire.dumps(reply))
 
 class StdioDriver(Driver):
     """The mock client over stdio: spawns the server ``argv``."""

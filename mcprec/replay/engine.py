@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
 
 from .. import wire
 from ..cassette import Cassette, Message, Session
@@ -61,7 +58,7 @@ class ReplayStats:
 
 
 def _dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj)
+    return wire.dumps(obj)
 
 
 def error_response(rid: Any, code: int, message: str, data: Any = None) -> bytes:
@@ -394,21 +391,9 @@ class ReplaySession:
         }
 
 
-# orjson is exact for integers within 64 bits; beyond that it parses them as doubles
-_LONG_NUMBER = re.compile(rb"\d{16,}")
-
-
 def _with_id(m: Message, rid: Any) -> bytes:
-    """The recorded answer ``m`` with the client's id, its numbers exactly as recorded.
-
-    orjson turns integers beyond 64 bits into doubles (2**70 + 1 would come back rounded), so an
-    answer holding a long run of digits is rewritten with the standard library's parser instead.
-    """
-    if _LONG_NUMBER.search(m.raw) is None:
-        return _dumps({**m.json, "id": rid})
-    obj = json.loads(m.raw)
-    obj["id"] = rid
-    return json.dumps(obj, separators=(",", ":")).encode()
+    """The recorded answer ``m`` with the client's id, its numbers exactly as recorded."""
+    return wire.dumps({**m.json, "id": rid})
 
 
 def _progress_token(obj: dict[str, Any]) -> Any:

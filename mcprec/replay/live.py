@@ -47,9 +47,9 @@ class LiveServer:
         await self._ensure_started()
         client_id = obj.get("id")
         related = wire.id_text(client_id)
-        self._record(wire.CLIENT_TO_SERVER, orjson.dumps(obj))
+        self._record(wire.CLIENT_TO_SERVER, wire.dumps(obj))
         answer = await self._call(obj)
-        out = orjson.dumps({**answer, "id": client_id})
+        out = wire.dumps({**answer, "id": client_id})
         self._record(wire.SERVER_TO_CLIENT, out)
         await engine.send(out, related)
 
@@ -63,7 +63,7 @@ class LiveServer:
             if live_id is None:
                 return False
             obj = {**obj, "params": {**params, "requestId": orjson.loads(live_id)}}
-        self._record(wire.CLIENT_TO_SERVER, orjson.dumps(obj))
+        self._record(wire.CLIENT_TO_SERVER, wire.dumps(obj))
         await self._write(obj)
         return False
 
@@ -114,6 +114,9 @@ class LiveServer:
                 await self._write({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     async def _call(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if self._reader is not None and self._reader.done():
+            raise ReplayError(f"live server {self.argv[0]} has exited; it cannot answer "
+                              f"{obj.get('method')}")
         live_id = next(self._ids)
         key = wire.id_text(live_id)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -130,7 +133,9 @@ class LiveServer:
         proc = self._proc
         if proc is None or proc.stdin is None:
             return
-        proc.stdin.write(orjson.dumps(obj) + b"\n")
+        if proc.stdin.is_closing():
+            return
+        proc.stdin.write(wire.dumps(obj) + b"\n")
         with contextlib.suppress(ConnectionError):
             await proc.stdin.drain()
 
@@ -155,10 +160,10 @@ class LiveServer:
 
     async def _relay_server_request(self, obj: dict[str, Any]) -> None:
         assert self._engine is not None
-        self._record(wire.SERVER_TO_CLIENT, orjson.dumps(obj))
+        self._record(wire.SERVER_TO_CLIENT, wire.dumps(obj))
         answer = await self._engine.request_client(obj, None)
         reply = {**answer, "id": obj.get("id")}
-        self._record(wire.CLIENT_TO_SERVER, orjson.dumps(reply))
+        self._record(wire.CLIENT_TO_SERVER, wire.dumps(reply))
         await self._write(reply)
 
     def _record(self, direction: str, raw: bytes) -> None:

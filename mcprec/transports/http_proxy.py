@@ -209,7 +209,7 @@ class RecordingProxy:
         if body:
             c = wire.classify(body)
             if c.kind == wire.BATCH:
-                messages = [(item, orjson.dumps(item)) for item in c.obj]
+                messages = [(item, wire.dumps(item)) for item in c.obj]
             else:
                 messages = [(c.obj, body)]
         legacy = self._legacy.get(target_path)
