@@ -18,7 +18,6 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -381,51 +380,30 @@ def _all_placeholders(value: Any, keys: frozenset[str]) -> bool:
 # --- configuration -------------------------------------------------------------------------------
 
 
-def load_config(start: Path | None = None) -> dict[str, Any]:
-    """``[tool.mcprec]`` from ./pyproject.toml merged under ``mcprec.toml`` (which wins)."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ImportError:
-            return {}
-    base = start or Path.cwd()
-    config: dict[str, Any] = {}
-    pyproject = base / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text())
-        except (OSError, ValueError) as e:
-            from .errors import UsageError
-
-            raise UsageError(f"cannot read {pyproject}: {e}") from None
-        config.update(data.get("tool", {}).get("mcprec", {}))
-    own = base / "mcprec.toml"
-    if own.is_file():
-        try:
-            data = tomllib.loads(own.read_text())
-        except (OSError, ValueError) as e:
-            from .errors import UsageError
-
-            raise UsageError(f"cannot read {own}: {e}") from None
-        for k, v in data.items():
-            if isinstance(v, dict) and isinstance(config.get(k), dict):
-                config[k] = {**config[k], **v}
-            else:
-                config[k] = v
-    return config
+REDACT_KEYS = ("paths", "keys", "patterns", "defaults", "env")
 
 
-def rules_from_config(config: Mapping[str, Any] | None = None) -> Rules:
-    section = (config if config is not None else load_config()).get("redact", {})
-    if not isinstance(section, dict):
-        return Rules()
-    return Rules(
-        paths=tuple(section.get("paths", ())), keys=tuple(section.get("keys", ())),
-        patterns=tuple(section.get("patterns", ())),
-        defaults=bool(section.get("defaults", True)), env=bool(section.get("env", True)),
-    )
+def rules_from_config(path: str | os.PathLike[str] | None = None,
+                      cwd: str | os.PathLike[str] = ".") -> Rules:
+    """Rules from ``[redact]`` in ./mcprec.toml and ``[tool.mcprec.redact]`` in ./pyproject.toml
+    (lists add up; ``defaults`` / ``env`` turned off by either file stay off)."""
+    from .config import sections, string_list
+    from .errors import UsageError
+
+    rules = Rules()
+    for p, table in sections("redact", path, cwd):
+        unknown = sorted(set(table) - set(REDACT_KEYS))
+        if unknown:
+            raise UsageError(f"config file {p}: unknown redact setting(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(REDACT_KEYS)}")
+        for flag in ("defaults", "env"):
+            if flag in table and not isinstance(table[flag], bool):
+                raise UsageError(f"config file {p}: {flag} must be true or false")
+        rules = rules.merged(Rules(
+            paths=tuple(string_list(table, "paths", p)), keys=tuple(string_list(table, "keys", p)),
+            patterns=tuple(string_list(table, "patterns", p)),
+            defaults=table.get("defaults", True), env=table.get("env", True)))
+    return rules
 
 
 _default: Redactor | None = None

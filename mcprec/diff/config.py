@@ -15,17 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import sections, string_list
 from ..errors import UsageError
 
-try:
-    import tomllib as _toml
-except ModuleNotFoundError:  # Python 3.10
-    try:
-        import tomli as _toml  # type: ignore[no-redef,import-not-found,unused-ignore]
-    except ModuleNotFoundError:
-        _toml = None  # type: ignore[assignment]
-
-NO_TOML = "reading TOML needs Python 3.11+ or the tomli package (pip install tomli)"
 KEYS = ("ignore", "latency-threshold", "latency-min-ms", "fail-on-latency")
 
 
@@ -43,61 +35,17 @@ def load_config(path: str | os.PathLike[str] | None = None,
                 cwd: str | os.PathLike[str] = ".") -> DiffConfig:
     """The explicit ``path`` alone, or else ./mcprec.toml then ./pyproject.toml, merged."""
     config = DiffConfig()
-    if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise UsageError(f"config file {p} not found")
-        if _toml is None:
-            raise UsageError(f"cannot read config file {p}: {NO_TOML}")
-        table = _read(p)
-        found = table.get("diff", _dig(table, "tool", "mcprec", "diff"))
-        if found is None:
-            raise UsageError(f"config file {p} has no [diff] (or [tool.mcprec.diff]) table")
-        _merge(config, _check(found, p), p)
-        return config
-    for name, keys in (("mcprec.toml", ("diff",)), ("pyproject.toml", ("tool", "mcprec", "diff"))):
-        p = Path(cwd) / name
-        if not p.is_file():
-            continue
-        if _toml is None:
-            config.warnings.append(f"{p} not read: {NO_TOML}")
-            continue
-        found = _dig(_read(p), *keys)
-        if found is not None:
-            _merge(config, _check(found, p), p)
+    for p, table in sections("diff", path, cwd, config.warnings):
+        _merge(config, _check(table, p), p)
     return config
 
 
-def _read(p: Path) -> dict[str, Any]:
-    assert _toml is not None
-    try:
-        with open(p, "rb") as f:
-            return _toml.load(f)
-    except OSError as e:
-        raise UsageError(f"cannot read config file {p}: {e.strerror}") from e
-    except _toml.TOMLDecodeError as e:
-        raise UsageError(f"config file {p} is not valid TOML: {e}") from e
-
-
-def _dig(table: Any, *keys: str) -> Any:
-    for k in keys:
-        if not isinstance(table, dict) or k not in table:
-            return None
-        table = table[k]
-    return table
-
-
-def _check(table: Any, p: Path) -> dict[str, Any]:
-    if not isinstance(table, dict):
-        raise UsageError(f"config file {p}: the diff settings must be a table")
-    out = {k.replace("_", "-"): v for k, v in table.items()}
+def _check(out: dict[str, Any], p: Path) -> dict[str, Any]:
     unknown = sorted(set(out) - set(KEYS))
     if unknown:
         raise UsageError(f"config file {p}: unknown diff setting(s) {', '.join(unknown)}; "
                          f"known: {', '.join(KEYS)}")
-    ignore = out.get("ignore", [])
-    if not isinstance(ignore, list) or not all(isinstance(x, str) for x in ignore):
-        raise UsageError(f"config file {p}: ignore must be a list of JSON paths (strings)")
+    string_list(out, "ignore", p)
     for key in ("latency-threshold", "latency-min-ms"):
         if key in out and (isinstance(out[key], bool) or not isinstance(out[key], (int, float))):
             raise UsageError(f"config file {p}: {key} must be a number")

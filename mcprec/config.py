@@ -1,0 +1,86 @@
+"""Project configuration: ``[<section>]`` in ./mcprec.toml and ``[tool.mcprec.<section>]`` in
+./pyproject.toml (or one explicit file). The one place that reads TOML."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+
+try:
+    import tomllib as _toml
+except ModuleNotFoundError:  # Python 3.10
+    try:
+        import tomli as _toml  # type: ignore[no-redef,import-not-found,unused-ignore]
+    except ModuleNotFoundError:
+        _toml = None  # type: ignore[assignment]
+
+NO_TOML = "reading TOML needs Python 3.11+ or the tomli package (pip install tomli)"
+SOURCES = (("mcprec.toml", ()), ("pyproject.toml", ("tool", "mcprec")))
+
+
+def sections(section: str, path: str | os.PathLike[str] | None = None,
+             cwd: str | os.PathLike[str] = ".", warnings: list[str] | None = None,
+             ) -> list[tuple[Path, dict[str, Any]]]:
+    """Each ``(file, table)`` holding ``section``: the explicit ``path`` alone (which must have
+    it), or else ./mcprec.toml then ./pyproject.toml. Files without TOML support are skipped
+    with a warning (an explicit file is an error)."""
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise UsageError(f"config file {p} not found")
+        if _toml is None:
+            raise UsageError(f"cannot read config file {p}: {NO_TOML}")
+        table = read(p)
+        found = table.get(section, dig(table, "tool", "mcprec", section))
+        if found is None:
+            raise UsageError(f"config file {p} has no [{section}] (or [tool.mcprec.{section}]) "
+                             "table")
+        return [(p, _table(found, p, section))]
+    out = []
+    for name, prefix in SOURCES:
+        p = Path(cwd) / name
+        if not p.is_file():
+            continue
+        if _toml is None:
+            if warnings is not None:
+                warnings.append(f"{p} not read: {NO_TOML}")
+            continue
+        found = dig(read(p), *prefix, section)
+        if found is not None:
+            out.append((p, _table(found, p, section)))
+    return out
+
+
+def read(p: Path) -> dict[str, Any]:
+    assert _toml is not None
+    try:
+        with open(p, "rb") as f:
+            return _toml.load(f)
+    except OSError as e:
+        raise UsageError(f"cannot read config file {p}: {e.strerror}") from e
+    except _toml.TOMLDecodeError as e:
+        raise UsageError(f"config file {p} is not valid TOML: {e}") from e
+
+
+def dig(table: Any, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(table, dict) or k not in table:
+            return None
+        table = table[k]
+    return table
+
+
+def _table(found: Any, p: Path, section: str) -> dict[str, Any]:
+    if not isinstance(found, dict):
+        raise UsageError(f"config file {p}: the {section} settings must be a table")
+    return {k.replace("_", "-"): v for k, v in found.items()}
+
+
+def string_list(table: dict[str, Any], key: str, p: Path) -> list[str]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise UsageError(f"config file {p}: {key} must be a list of strings")
+    return value
