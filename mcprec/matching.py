@@ -14,15 +14,15 @@ on (session, method, match_key) the first time its key is seen.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 
 from . import wire
 from .cassette import Cassette, Message, Session
-from .errors import NoMatchError, UsageError
+from .errors import NoMatchError
+from .jsonpath import parse_path, plain, remove_paths
 
 CustomMatcher = Callable[[dict[str, Any], dict[str, Any]], bool]
 """``matcher(incoming_request, recorded_request) -> bool``; both are full JSON-RPC objects."""
@@ -34,75 +34,13 @@ METHOD_ONLY = frozenset({"initialize", "server/discover"})
 class MatchOptions:
     ignore: Sequence[str] = ()
     """JSON paths into the request to leave out, e.g. ``params.arguments.timestamp``; ``*``
-    matches any key or index."""
+    matches any key or index, ``$..ts`` any depth (see ``mcprec.jsonpath``)."""
     strict_order: bool = False
     """The next request must be the next recorded one."""
     repeat: Literal["last", "error"] = "last"
     """When identical requests outnumber recorded answers: answer with the last, or fail."""
     matchers: Sequence[CustomMatcher] = ()
     """Extra checks: a recorded request matches only if every callable returns True."""
-
-
-# --- JSON paths ------------------------------------------------------------------------------
-
-_SEGMENT = re.compile(r"\[(\d+|\*)\]|\.?([^.\[\]]+)")
-
-
-def parse_path(path: str) -> tuple[str, ...]:
-    """``$.params.arguments[0].x`` -> ``("params", "arguments", "0", "x")``."""
-    text = path.strip()
-    if text.startswith("$"):
-        text = text[1:]
-    parts: list[str] = []
-    pos = 0
-    while pos < len(text):
-        m = _SEGMENT.match(text, pos)
-        if m is None or m.end() == pos:
-            raise UsageError(f"cannot parse JSON path {path!r}; use e.g. params.arguments.ts")
-        parts.append(m.group(1) if m.group(1) is not None else m.group(2))
-        pos = m.end()
-    if not parts:
-        raise UsageError(f"empty JSON path {path!r}")
-    return tuple(parts)
-
-
-def remove_paths(value: Any, paths: Iterable[tuple[str, ...]]) -> Any:
-    """A copy of ``value`` without the parts that ``paths`` point at."""
-    for path in paths:
-        value = _remove(value, path)
-    return value
-
-
-def _remove(value: Any, path: tuple[str, ...]) -> Any:
-    if not path:
-        return value
-    head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        keys = list(value) if head == "*" else [head]
-        out = dict(value)
-        for k in keys:
-            if k in out:
-                if rest:
-                    out[k] = _remove(out[k], rest)
-                else:
-                    del out[k]
-        return out
-    if isinstance(value, list):
-        if head == "*":
-            idx = range(len(value))
-        elif head.isdigit():
-            idx = range(int(head), int(head) + 1)
-        else:
-            return value
-        out_l = list(value)
-        for i in sorted(idx, reverse=True):
-            if i < len(out_l):
-                if rest:
-                    out_l[i] = _remove(out_l[i], rest)
-                else:
-                    out_l[i] = None  # keep positions stable
-        return out_l
-    return value
 
 
 # --- differences -----------------------------------------------------------------------------
@@ -186,7 +124,7 @@ class Matcher:
         self.cassette = cassette
         self.session = session
         self.options = options or MatchOptions()
-        self._ignore = [parse_path(p) for p in self.options.ignore]
+        self._ignore = tuple(parse_path(p) for p in self.options.ignore)
         self._by_key: dict[tuple[str, str], _KeyState] = {}
         self._by_method: dict[str, list[Message]] = {}
         self._cache: dict[int, Message] = {}
@@ -291,7 +229,7 @@ class Matcher:
     def _canonical(self, obj: Any) -> bytes:
         params = obj.get("params") if isinstance(obj, dict) else None
         request = {"method": obj.get("method"), "params": wire.strip_meta(params or {})}
-        return wire.dumps(remove_paths(request, self._ignore), sort_keys=True)
+        return wire.dumps(plain(remove_paths(request, self._ignore)), sort_keys=True)
 
     def _custom_ok(self, incoming: dict[str, Any], recorded: Any) -> bool:
         return all(m(incoming, recorded) for m in self.options.matchers)
@@ -370,4 +308,4 @@ class Matcher:
         if not isinstance(obj, dict):
             return obj
         params = wire.strip_meta(obj.get("params") or {})
-        return remove_paths({"params": params}, self._ignore)
+        return plain(remove_paths({"params": params}, self._ignore))

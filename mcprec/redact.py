@@ -22,6 +22,8 @@ from typing import Any
 
 import orjson
 
+from .jsonpath import ANY, DESCEND, Path
+
 PLACEHOLDER = "[REDACTED]"
 _PLACEHOLDER_B = PLACEHOLDER.encode()
 
@@ -166,7 +168,7 @@ class Redactor:
 
     def __init__(self, rules: Rules | None = None) -> None:
         self.rules = rules = rules or Rules()
-        from .matching import parse_path
+        from .jsonpath import parse_path
 
         checks: list[tuple[str, str, tuple[str, ...] | None]] = []
         if rules.defaults:
@@ -270,8 +272,6 @@ class Redactor:
     def _redact_tree(self, obj: Any) -> tuple[bool, Any]:
         changed = False
         if self._paths:
-            from .matching import remove_paths  # noqa: F401 - same path grammar as matching
-
             for path in self._paths:
                 obj, hit = _replace_path(obj, path)
                 changed = changed or hit
@@ -334,27 +334,36 @@ def placeholder_like(value: Any) -> Any:
     return PLACEHOLDER
 
 
-def _replace_path(value: Any, path: tuple[str, ...]) -> tuple[Any, bool]:
+def _replace_path(value: Any, path: Path) -> tuple[Any, bool]:
+    """``value`` with what ``path`` points at replaced by placeholders; and whether any was."""
     if not path:
-        if isinstance(value, (dict, list)):
+        if isinstance(value, (dict, list)) or value is None:
             return value, False
-        return placeholder_like(value), value != placeholder_like(value)
+        new = placeholder_like(value)
+        return new, new != value
     head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        keys = list(value) if head == "*" else ([head] if head in value else [])
-        if not keys:
-            return value, False
-        out = dict(value)
-        hit = False
-        for k in keys:
-            out[k], h = _replace_path(out[k], rest)
+    hit = False
+    if head is DESCEND:
+        value, hit = _replace_path(value, rest)
+        children = (value.items() if isinstance(value, dict)
+                    else enumerate(value) if isinstance(value, list) else ())
+        out = dict(value) if isinstance(value, dict) else list(value) \
+            if isinstance(value, list) else value
+        for k, child in children:
+            out[k], h = _replace_path(child, path)
             hit = hit or h
         return out, hit
+    if isinstance(value, dict):
+        keys = list(value) if head is ANY else ([head] if head in value else [])
+        out_d = dict(value)
+        for k in keys:
+            out_d[k], h = _replace_path(out_d[k], rest)
+            hit = hit or h
+        return out_d, hit
     if isinstance(value, list):
-        idx = range(len(value)) if head == "*" else (
-            [int(head)] if head.isdigit() and int(head) < len(value) else [])
+        idx = range(len(value)) if head is ANY else (
+            [head] if isinstance(head, int) and head < len(value) else [])
         out_l = list(value)
-        hit = False
         for i in idx:
             out_l[i], h = _replace_path(out_l[i], rest)
             hit = hit or h
