@@ -188,8 +188,9 @@ def test_upstream_cut_event_is_recorded(cut_stream: SimpleNamespace) -> None:
 # --- client faults ----------------------------------------------------------------------------
 
 
-def test_client_leaving_mid_stream_leaves_proxy_healthy(sdk: SimpleNamespace) -> None:
-    """A client that hangs up during a long SSE response does not disturb the next request."""
+@pytest.fixture(scope="module")
+def left_mid_stream(sdk: SimpleNamespace) -> SimpleNamespace:
+    """A client hangs up after 3 events of a long SSE answer, then asks for tools/list."""
     with httpx.Client(timeout=10) as client:
         headers = initialize(client, sdk.proxy.url)
         events = 0
@@ -202,19 +203,28 @@ def test_client_leaving_mid_stream_leaves_proxy_healthy(sdk: SimpleNamespace) ->
                 if events == 3:
                     break  # leaving the block closes the connection mid-stream
         t0 = time.monotonic()
-        r = client.post(sdk.proxy.url, headers=headers,
-                        json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        after = client.post(sdk.proxy.url, headers=headers,
+                            json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
         took = time.monotonic() - t0
+    return SimpleNamespace(after=after, took=took, sid=headers["mcp-session-id"])
+
+
+def test_client_leaving_mid_stream_leaves_proxy_healthy(sdk: SimpleNamespace,
+                                                        left_mid_stream: SimpleNamespace) -> None:
+    """A client that hangs up during a long SSE response does not disturb the next request."""
+    r = left_mid_stream.after
     assert r.status_code == 200 and b'"id":3' in r.content
-    assert took < 2
+    assert left_mid_stream.took < 2
     assert sdk.proxy.popen.poll() is None
     assert "Traceback" not in sdk.proxy.stderr_text()
 
 
-def test_client_leaving_mid_stream_request_reached_upstream_once(sdk: SimpleNamespace) -> None:
+def test_client_leaving_mid_stream_request_reached_upstream_once(
+        sdk: SimpleNamespace, left_mid_stream: SimpleNamespace) -> None:
     """The abandoned call reached upstream exactly once, not retried."""
-    calls = [e for e in read_jsonl(sdk.log) if e.get("rpc") == "tools/call"]
-    assert len([e for e in calls if e["id"] == 2]) <= 1
+    calls = [e for e in read_jsonl(sdk.log)
+             if e.get("rpc") == "tools/call" and e["sid"] == left_mid_stream.sid]
+    assert [e["id"] for e in calls] == [2]
 
 
 def test_malformed_json_to_proxy_is_forwarded_as_is(tmp_path: Path) -> None:

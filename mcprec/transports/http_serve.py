@@ -106,37 +106,40 @@ async def serve_app(
 
 
 class _CoalescingTransport:
-    """Writes made in one event-loop iteration leave in one system call.
+    """A response's head and body leave in one system call.
 
     uvicorn writes a response's head as soon as the app sends ``http.response.start`` and its
-    body on ``http.response.body``: two sends where one does, and on loopback each costs as
-    much as the rest of a small exchange. Here writes are gathered and flushed at the end of
-    the current loop iteration (``call_soon``), or at once before close: the same bytes in the
-    same order, a few µs later, in one ``writelines``.
+    body on ``http.response.body``: two sends where one does, and on loopback each costs about
+    as much as the rest of a small exchange. Here a write is held until the next one, which
+    sends both at once (``writelines``); a write that no other follows in the same event-loop
+    iteration leaves at the end of it (``call_soon``), and any before close. The same bytes in
+    the same order.
     """
 
-    __slots__ = ("_transport", "_loop", "_pending")
+    __slots__ = ("_transport", "_loop", "_pending", "_scheduled")
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._loop = loop
-        self._pending: list[bytes] | None = None
+        self._pending: bytes | None = None
+        self._scheduled = False
 
     def write(self, data: bytes) -> None:
-        if self._pending is None:
-            self._pending = [data]
-            self._loop.call_soon(self._flush)
+        pending = self._pending
+        if pending is None:
+            self._pending = data
+            if not self._scheduled:
+                self._scheduled = True
+                self._loop.call_soon(self._flush)
         else:
-            self._pending.append(data)
+            self._pending = None
+            self._transport.writelines((pending, data))
 
     def _flush(self) -> None:
+        self._scheduled = False
         pending, self._pending = self._pending, None
-        if not pending or self._transport.is_closing():
-            return
-        if len(pending) == 1:
-            self._transport.write(pending[0])
-        else:
-            self._transport.writelines(pending)
+        if pending is not None and not self._transport.is_closing():
+            self._transport.write(pending)
 
     def close(self) -> None:
         self._flush()
