@@ -9,16 +9,20 @@ from typing import Any
 
 from .errors import UsageError
 
-try:
-    import tomllib as _toml
-except ModuleNotFoundError:  # Python 3.10
-    try:
-        import tomli as _toml  # type: ignore[no-redef,import-not-found,unused-ignore]
-    except ModuleNotFoundError:
-        _toml = None  # type: ignore[assignment]
-
 NO_TOML = "reading TOML needs Python 3.11+ or the tomli package (pip install tomli)"
 SOURCES = (("mcprec.toml", ()), ("pyproject.toml", ("tool", "mcprec")))
+
+
+def _toml_module() -> Any:
+    """tomllib (or tomli on Python 3.10), imported only when there is a file to read."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
+        except ModuleNotFoundError:
+            return None
+    return tomllib
 
 
 def sections(section: str, path: str | os.PathLike[str] | None = None,
@@ -31,7 +35,7 @@ def sections(section: str, path: str | os.PathLike[str] | None = None,
         p = Path(path)
         if not p.is_file():
             raise UsageError(f"config file {p} not found")
-        if _toml is None:
+        if _toml_module() is None:
             raise UsageError(f"cannot read config file {p}: {NO_TOML}")
         table = read(p)
         found = table.get(section, dig(table, "tool", "mcprec", section))
@@ -44,7 +48,7 @@ def sections(section: str, path: str | os.PathLike[str] | None = None,
         p = Path(cwd) / name
         if not p.is_file():
             continue
-        if _toml is None:
+        if _toml_module() is None:
             if warnings is not None:
                 warnings.append(f"{p} not read: {NO_TOML}")
             continue
@@ -55,13 +59,14 @@ def sections(section: str, path: str | os.PathLike[str] | None = None,
 
 
 def read(p: Path) -> dict[str, Any]:
-    assert _toml is not None
+    toml = _toml_module()
+    assert toml is not None
     try:
         with open(p, "rb") as f:
-            return _toml.load(f)
+            return toml.load(f)  # type: ignore[no-any-return]
     except OSError as e:
         raise UsageError(f"cannot read config file {p}: {e.strerror}") from e
-    except _toml.TOMLDecodeError as e:
+    except toml.TOMLDecodeError as e:
         raise UsageError(f"config file {p} is not valid TOML: {e}") from e
 
 

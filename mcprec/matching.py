@@ -202,7 +202,10 @@ class Matcher:
     # -- look-ups (lazy, indexed)
 
     def _seqs_for_key(self, method: str, key: str) -> list[int]:
-        return self.cassette.request_seqs(self.session, method, key)
+        found = self.cassette.requests_by_key(self.session, method, key)
+        for m in found:
+            self._cache[m.seq] = m
+        return [m.seq for m in found]
 
     def _seqs_for_method(self, method: str) -> list[int]:
         return [m.seq for m in self._requests_of(method)]

@@ -90,7 +90,7 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
     "bearer token": ("earer ",),
     "basic auth": ("asic ",),
     "OpenAI/Anthropic key": ("sk-",),
-    "GitHub token": ("gh", "github_pat_"),
+    "GitHub token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     "GitLab token": ("glpat-",),
     "Slack token": ("xox",),
     "AWS access key id": ("AKIA", "ASIA"),
@@ -196,6 +196,12 @@ class Redactor:
         self._anchors_s = [(a, i) for i, (_, _, anchors) in enumerate(self._checks_s)
                            for a in anchors or ()]
         self._always = [i for i, (_, _, anchors) in enumerate(self._checks_b) if anchors is None]
+        # one pass over the message finds whether any anchor occurs at all (the usual answer:
+        # none), before the per-anchor look
+        self._any_anchor_b = re.compile(b"|".join(re.escape(a) for a, _ in self._anchors_b)) \
+            if self._anchors_b else None
+        self._any_anchor_s = re.compile("|".join(re.escape(a) for a, _ in self._anchors_s)) \
+            if self._anchors_s else None
         keys = (SECRET_KEYS if rules.defaults else frozenset()) | {_norm_key(k) for k in rules.keys}
         self._keys = frozenset(keys)
         # a cheap pre-check on raw bytes: does any secret-named key occur at all?
@@ -219,17 +225,19 @@ class Redactor:
                 changed, obj = self._redact_tree(obj)
                 if changed:
                     raw = orjson.dumps(obj)
-        for i in self._selected(raw, self._anchors_b):
+        for i in self._selected(raw, self._anchors_b, self._any_anchor_b):
             raw = self._checks_b[i][1].sub(_PLACEHOLDER_B, raw)
         return raw
 
     def redact_text(self, text: str) -> str:
-        for i in self._selected(text, self._anchors_s):
+        for i in self._selected(text, self._anchors_s, self._any_anchor_s):
             text = self._checks_s[i][1].sub(PLACEHOLDER, text)
         return text
 
-    def _selected(self, data: Any, anchors: list[tuple[Any, int]]) -> list[int]:
+    def _selected(self, data: Any, anchors: list[tuple[Any, int]], any_anchor: Any) -> list[int]:
         """The checks worth running on ``data``: those with an anchor in it, and anchorless ones."""
+        if any_anchor is None or any_anchor.search(data) is None:
+            return self._always
         picked = list(self._always)
         for a, i in anchors:
             if a in data and i not in picked:
@@ -316,7 +324,7 @@ class Redactor:
                     obj, self._keys):
                 found.append("secret-named key")
         text = raw.decode("utf-8", "replace")
-        for i in self._selected(text, self._anchors_s):
+        for i in self._selected(text, self._anchors_s, self._any_anchor_s):
             name, rx, _ = self._checks_s[i]
             if any(PLACEHOLDER not in m.group(0) for m in rx.finditer(text)) and name not in found:
                 found.append(name)

@@ -309,7 +309,7 @@ def test_bad_cassette_is_a_one_line_error(sdk_recordings: SimpleNamespace, tmp_p
 
 def test_unparsable_ignore_path_is_a_one_line_error(sdk_recordings: SimpleNamespace) -> None:
     """--ignore with a JSON path that does not parse is refused before replaying: exit 2."""
-    result = run_mcprec("replay", str(sdk_recordings.main.cassette), "--ignore", "params..x",
+    result = run_mcprec("replay", str(sdk_recordings.main.cassette), "--ignore", "params.x[",
                         input=b"")
     assert result.returncode == 2
-    assert "cannot parse JSON path 'params..x'" in one_line_error(result.stderr)
+    assert "cannot parse JSON path 'params.x['" in one_line_error(result.stderr)

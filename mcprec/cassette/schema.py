@@ -61,7 +61,9 @@ CREATE TABLE messages (
     method      TEXT,                             -- for a response: the method it answers
     reply_to    INTEGER,                          -- seq of the request a response answers
     context_seq INTEGER,                          -- seq of the request being handled when this
-                                                  -- notification or request was sent
+                                                  -- was sent (for a response: the one it answers)
+    follows     INTEGER,                          -- a server message sent on its own: seq of
+                                                  -- the client message it came after (-1: none)
     match_key   TEXT,                             -- hash of method + canonical params (requests)
     size        INTEGER NOT NULL,                 -- bytes on the wire, without framing
     raw         BLOB NOT NULL,                    -- the exact bytes, without the framing newline
@@ -74,6 +76,7 @@ CREATE INDEX messages_by_match ON messages (session_id, method, match_key)
 CREATE INDEX messages_by_reply ON messages (session_id, reply_to) WHERE reply_to IS NOT NULL;
 CREATE INDEX messages_by_context ON messages (session_id, context_seq)
     WHERE context_seq IS NOT NULL;
+CREATE INDEX messages_by_follows ON messages (session_id, follows) WHERE follows IS NOT NULL;
 
 -- What the server wrote on stderr, line by line.
 CREATE TABLE stderr (

@@ -77,6 +77,7 @@ class Message:
     method: str | None
     reply_to: int | None
     context_seq: int | None
+    follows: int | None
     match_key: str | None
     raw: bytes
     http: dict[str, Any] | None = field(default=None)
@@ -111,7 +112,7 @@ _SESSION_STATS = (
 )
 _MESSAGE_COLUMNS = (
     "id, session_id, seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq, "
-    "match_key, raw, http"
+    "follows, match_key, raw, http"
 )
 
 
@@ -411,15 +412,17 @@ class Cassette:
 
     # --- replay look-ups (all indexed) -------------------------------------------------------
 
-    def request_seqs(self, session: Session, method: str, match_key: str) -> list[int]:
-        """Seqs of the client's recorded requests with this method and match key, in order."""
+    def requests_by_key(self, session: Session, method: str, match_key: str) -> list[Message]:
+        """The client's recorded requests with this method and match key, in order."""
         # sorted here, not by SQL: ORDER BY seq tempts the planner into scanning the session
-        return sorted(r[0] for r in self._conn.execute(
-            "SELECT seq FROM messages INDEXED BY messages_by_match WHERE session_id = ? "
-            "AND method = ? AND match_key = ? AND kind = 'request' "
+        found = [message_from_row(r) for r in self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_match "
+            "WHERE session_id = ? AND method = ? AND match_key = ? AND kind = 'request' "
             "AND direction = 'client_to_server'",
             (session.id, method, match_key),
-        ))
+        )]
+        found.sort(key=lambda m: m.seq)
+        return found
 
     def requests(self, session: Session, method: str) -> list[Message]:
         """The client's recorded requests of one method, in order."""
@@ -456,33 +459,30 @@ class Cassette:
     def handling(self, session: Session, request_seq: int) -> list[Message]:
         """What the server sent while handling a request, its answer last: notifications and
         requests sent in its context, and the response or error to it, in recorded order."""
-        rows = self._conn.execute(
+        found = [message_from_row(r) for r in self._conn.execute(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_context "
             "WHERE session_id = ? AND context_seq = ? AND direction = 'server_to_client'",
             (session.id, request_seq),
-        ).fetchall()
-        rows += self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_reply "
-            "WHERE session_id = ? AND reply_to = ? AND direction = 'server_to_client'",
-            (session.id, request_seq),
-        ).fetchall()
-        found = [message_from_row(r) for r in rows]
+        )]
         found.sort(key=lambda m: m.seq)
         return found
 
     def followers(self, session: Session, client_seq: int) -> list[Message]:
-        """Server messages sent on its own (no request being handled) after the client's
-        message ``client_seq`` and before the client's next one; -1 for the start."""
-        nxt = self._conn.execute(
-            "SELECT min(seq) FROM messages WHERE session_id = ? AND seq > ? "
-            "AND direction = 'client_to_server'", (session.id, client_seq),
-        ).fetchone()[0]
-        return [message_from_row(r) for r in self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND seq < ? "
-            "AND direction = 'server_to_client' AND context_seq IS NULL AND reply_to IS NULL "
-            "ORDER BY seq",
-            (session.id, client_seq, nxt if nxt is not None else 1 << 62),
+        """Server messages sent on their own (no request being handled) after the client's
+        message ``client_seq`` and before its next one; ``-1`` for the very start."""
+        found = [message_from_row(r) for r in self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_follows "
+            "WHERE session_id = ? AND follows = ?", (session.id, client_seq),
         )]
+        found.sort(key=lambda m: m.seq)
+        return found
+
+    def has_followers(self, session: Session) -> bool:
+        """Whether the server sent anything on its own in this session (cheap)."""
+        return self._conn.execute(
+            "SELECT 1 FROM messages INDEXED BY messages_by_follows WHERE session_id = ? "
+            "AND follows IS NOT NULL LIMIT 1", (session.id,),
+        ).fetchone() is not None
 
     def last_position(self, session: Session) -> tuple[int, int]:
         """(last seq, last t_ns) of a session; (-1, 0) when it is empty."""

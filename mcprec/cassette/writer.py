@@ -37,7 +37,8 @@ _SYNC = 3
 
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, seq, t_ns, direction, kind, rpc_id, method, reply_to, "
-    "context_seq, match_key, size, raw, http) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "context_seq, follows, match_key, size, raw, http) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 class Redactor(Protocol):
@@ -72,6 +73,7 @@ class Recorder:
         # progress token (JSON text) -> seq of the request that carried it
         self._tokens: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
+        self._last_client = -1  # seq of the client's latest message
 
     @property
     def pending(self) -> int:
@@ -188,14 +190,20 @@ class Recorder:
             found = self._pending.pop((other, c.rpc_id), None)
             if found is not None:
                 reply_to, method = found
+                context = reply_to
                 self._open[other].pop(reply_to, None)
                 if method in ("initialize", "server/discover") and c.kind == wire.RESPONSE:
                     self._note_server(c.obj.get("result"))
+        follows = None
+        if direction == wire.CLIENT_TO_SERVER:
+            self._last_client = seq
+        elif context is None:
+            follows = self._last_client
         http_text = orjson.dumps(http).decode() if http else None
         if http_text is not None and self._redact is not None:
             http_text = self._redact.redact_text(http_text)
-        return (sid, seq, t_ns, direction, c.kind, c.rpc_id, method, reply_to, context, key,
-                len(raw), raw, http_text)
+        return (sid, seq, t_ns, direction, c.kind, c.rpc_id, method, reply_to, context, follows,
+                key, len(raw), raw, http_text)
 
     def _context_of(self, requester: str, token: str | None, hint: str | None) -> int | None:
         """The request (sent by ``requester``) being handled when a message was sent.

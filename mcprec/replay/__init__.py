@@ -120,7 +120,10 @@ def replay_stdio(
             return ReplaySession(c, s, send, options=options, timing=timing, live=live,
                                  redact=redact)
 
-        engine = asyncio.run(serve_stdio(make))
+        try:
+            engine = asyncio.run(serve_stdio(make))
+        except sqlite3.Error as e:
+            raise CassetteError(f"cannot read cassette {path} while replaying: {e}") from e
         if report is not None:
             _write_report(report, [engine])
     finally:
@@ -181,7 +184,10 @@ def replay_http(
                 await app.aclose()
 
         use_fast_loop()
-        asyncio.run(main())
+        try:
+            asyncio.run(main())
+        except sqlite3.Error as e:
+            raise CassetteError(f"cannot read cassette {cassette} while replaying: {e}") from e
         if report is not None:
             _write_report(report, app.engines())
     finally:

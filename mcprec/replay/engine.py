@@ -103,6 +103,7 @@ class ReplaySession:
         """Per client request id text: how the recorded answer came over HTTP (json or sse)."""
         self._handling_cache: dict[int, list[Message]] = {}
         self._followers_cache: dict[int, list[Message]] = {}
+        self._any_followers: bool | None = None
         self.client_answers: list[tuple[Message, dict[str, Any]]] = []
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -140,7 +141,12 @@ class ReplaySession:
         c = wire.classify(raw)
         if c.kind == wire.REQUEST:
             redacted = self._redactor.redact(raw)
-            self._start_request(c.obj, c.obj if redacted == raw else wire.classify(redacted).obj)
+            match_obj = c.obj if redacted == raw else wire.classify(redacted).obj
+            if self.timing is None and self.live is None:
+                # answered inline: a task per request only when the answer must wait
+                await self._answer(c.obj, wire.id_text(c.obj.get("id")), match_obj, inline=True)
+            else:
+                self._start_request(c.obj, match_obj)
         elif c.kind == wire.NOTIFICATION:
             await self._notification(c.obj)
         elif c.kind in (wire.RESPONSE, wire.ERROR):
@@ -157,12 +163,17 @@ class ReplaySession:
 
     def _start_request(self, obj: dict[str, Any], match_obj: dict[str, Any]) -> None:
         key = wire.id_text(obj.get("id"))
-        task = asyncio.get_running_loop().create_task(self._answer(obj, key, match_obj))
+        self._track(key, self._answer(obj, key, match_obj))
+
+    def _track(self, key: str, coro: Any) -> None:
+        """Run an answer as a task the client can cancel (notifications/cancelled)."""
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks[key] = task
         task.add_done_callback(lambda t, k=key: self._tasks.pop(k, None) if self._tasks.get(k) is t
                                else None)
 
-    async def _answer(self, obj: dict[str, Any], key: str, match_obj: dict[str, Any]) -> None:
+    async def _answer(self, obj: dict[str, Any], key: str, match_obj: dict[str, Any],
+                      inline: bool = False) -> None:
         started = time.monotonic()
         self.stats.requests += 1
         rid = obj.get("id")
@@ -181,6 +192,9 @@ class ReplaySession:
         self.stats.matched += 1
         if found.repeated:
             self.stats.repeated += 1
+        if inline and any(m.kind == wire.REQUEST for m in self._handling(found.request.seq)):
+            self._track(key, self._play_request(found, rid, key, obj, started))
+            return
         await self._play_request(found, rid, key, obj, started)
 
     async def _play_request(self, found: Match, rid: Any, key: str, obj: dict[str, Any],
@@ -276,6 +290,10 @@ class ReplaySession:
         return found
 
     def _followers(self, seq: int) -> list[Message]:
+        if self._any_followers is None:
+            self._any_followers = self.cassette.has_followers(self.session)
+        if not self._any_followers:
+            return []
         found = self._followers_cache.get(seq)
         if found is None:
             found = self._followers_cache[seq] = self.cassette.followers(self.session, seq)

@@ -182,8 +182,8 @@ class StdioEnds:
                     if not chunk:
                         break
                     loop.call_soon_threadsafe(on_data, chunk)
-            except OSError:
-                pass
+            except (OSError, RuntimeError):  # RuntimeError: the loop closed; we are done
+                return
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(on_eof)
 

@@ -1,0 +1,193 @@
+"""Benchmark: how fast does ``mcprec replay`` answer, against a live server, in one run?
+
+    .venv/bin/python bench/bench_replay.py [--rounds N] [--requests N] [--json]
+
+Three measurements, each alternating its configurations over several rounds (medians):
+
+  throughput   a pipelined stream of small requests (32 in flight) answered by
+               (a) bench/trivial_server.py, a trivial live server written the usual way
+                   (asyncio streams + json), the baseline of the target;
+               (b) bench/echo_server.py, a raw-fd echo loop, shown for scale;
+               (c) ``mcprec replay`` of a cassette holding those exchanges;
+               target: replay >= 0.45x the trivial live server's requests/s.
+  scaling      the same load replayed from a cassette of ~1,000 messages and one of ~100,000
+               (the same requests, plus 99,000 others): look-ups are indexed and lazy, so the
+               big cassette must answer within 1.2x the time of the small one.
+  start-up     time from launching ``mcprec replay`` to its answer to the first request,
+               against ``python -c "import sqlite3"`` (process start alone); target <= 3x.
+
+The requests are varied (each tools/call has its own arguments), so every answer is a real
+indexed look-up, not a repeat. Every answer is checked (id and result). Stdlib + orjson only;
+a benchmark, not a test: exit 1 only when a correctness check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+
+from mcprec import wire  # noqa: E402
+from mcprec.cassette import open_session_writer  # noqa: E402
+
+WINDOW = 32
+
+
+def request(i: int) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                         "params": {"name": "echo", "arguments": {"text": f"message {i}",
+                                                                  "n": i}}})
+
+
+def answer(i: int) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": i, "result": {
+        "name": "echo", "arguments": {"text": f"message {i}", "n": i}}})
+
+
+def check(msg: dict[str, object], i: int) -> bool:
+    result = msg.get("result")
+    return isinstance(result, dict) and result.get("arguments", {}).get("n") == i
+
+
+def make_cassette(path: Path, n: int, extra: int) -> None:
+    """A session with the n benchmark exchanges (as the echo server answers them), plus
+    ``extra`` other exchanges so that the cassette is bigger."""
+    w = open_session_writer(path, "bench", transport="stdio", target=["echo"])
+    t = 0
+    for i in range(n):
+        w.message(wire.CLIENT_TO_SERVER, request(i), t)
+        w.message(wire.SERVER_TO_CLIENT, answer(i), t + 1000)
+        t += 2000
+    for j in range(extra):
+        i = 10_000_000 + j
+        w.message(wire.CLIENT_TO_SERVER, request(i), t)
+        w.message(wire.SERVER_TO_CLIENT, answer(i), t + 1000)
+        t += 2000
+    w.close()
+
+
+def drive(argv: list[str], n: int, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Pipeline n requests (WINDOW in flight); return (requests/s, seconds to first answer)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
+                            env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
+    os.set_blocking(wfd, False)
+    sent = got = 0
+    pending = b""
+    buf = b""
+    first = None
+    t0 = None
+    while got < n:
+        while sent - got < WINDOW and sent < n and len(pending) < 1 << 16:
+            pending += request(sent) + b"\n"
+            sent += 1
+        r, w, _ = select.select([rfd], [wfd] if pending else [], [], 10)
+        if not r and not w:
+            raise SystemExit(f"stalled at {got}/{n}: {' '.join(argv[:4])}")
+        if w:
+            try:
+                k = os.write(wfd, pending)
+                pending = pending[k:]
+            except BlockingIOError:
+                pass
+        if r:
+            chunk = os.read(rfd, 1 << 20)
+            if not chunk:
+                raise SystemExit(f"{argv[0]} closed its stdout at {got}/{n}")
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                msg = orjson.loads(line)
+                i = msg["id"]
+                if not check(msg, i):
+                    raise SystemExit(f"wrong answer to request {i}: {line[:200]!r}")
+                got += 1
+                if first is None:
+                    first = time.perf_counter() - started
+                    t0 = time.perf_counter()
+    elapsed = time.perf_counter() - (t0 or started)
+    os.set_blocking(wfd, True)
+    proc.stdin.close()
+    proc.wait(30)
+    proc.stdout.close()
+    return (n - 1) / elapsed if elapsed > 0 else float("inf"), first or 0.0
+
+
+def startup_baseline() -> float:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import sqlite3"], check=True)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--requests", type=int, default=5000)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    n = args.requests
+    tmp = Path(tempfile.mkdtemp(prefix="mcprec-bench-replay-"))
+    small, big = tmp / "small.db", tmp / "big.db"
+    make_cassette(small, n, max(0, 500 - n))
+    make_cassette(big, n, 50_000 - n)
+    echo = [sys.executable, str(HERE / "echo_server.py")]
+    replay = [sys.executable, "-m", "mcprec", "replay"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    trivial = [sys.executable, str(HERE / "trivial_server.py")]
+    res: dict[str, list[float]] = {k: [] for k in (
+        "live", "raw", "replay_small", "replay_big", "first_small", "first_big", "baseline")}
+    for r in range(args.rounds):
+        configs = [("live", trivial), ("raw", echo), ("replay_small", [*replay, str(small)]),
+                   ("replay_big", [*replay, str(big)])]
+        configs = configs[r % 4:] + configs[:r % 4]
+        for name, argv in configs:
+            rps, first = drive(argv, n, env)
+            res[name].append(rps)
+            if name.startswith("replay"):
+                res["first_" + name.split("_")[1]].append(first)
+        res["baseline"].append(startup_baseline())
+    med = {k: statistics.median(v) for k, v in res.items()}
+    ratio = med["replay_small"] / med["live"]
+    scaling = med["replay_small"] / med["replay_big"]  # time ratio big/small
+    startup = med["first_small"] / med["baseline"]
+    if args.json:
+        print(orjson.dumps({"medians": med, "replay_vs_live": ratio, "big_vs_small_time": scaling,
+                            "startup_vs_python": startup}).decode())
+        return
+    print(f"{n} pipelined requests ({WINDOW} in flight), {args.rounds} rounds, medians:")
+    print(f"  trivial live server     {med['live']:>10,.0f} req/s   (asyncio + json)")
+    print(f"  raw-fd echo loop        {med['raw']:>10,.0f} req/s   (for scale)")
+    print(f"  replay, ~{2 * 500:,} msgs     {med['replay_small']:>10,.0f} req/s   "
+          f"{ratio:.2f}x live")
+    print(f"  replay, ~{2 * 50_000:,} msgs  {med['replay_big']:>10,.0f} req/s")
+    print(f"  first answer: replay {med['first_small'] * 1000:.0f} ms (small), "
+          f"{med['first_big'] * 1000:.0f} ms (big); python -c 'import sqlite3' "
+          f"{med['baseline'] * 1000:.0f} ms")
+    print("targets:")
+    print(f"  {'PASS' if ratio >= 0.45 else 'FAIL'}  replay >= 0.45x the trivial live server: "
+          f"{ratio:.2f}x  ({med['replay_small'] / med['raw']:.2f}x the raw echo loop)")
+    print(f"  {'PASS' if scaling <= 1.2 else 'FAIL'}  100k-message cassette within 1.2x of "
+          f"1k: {scaling:.2f}x")
+    print(f"  {'PASS' if startup <= 3 else 'FAIL'}  first answer within 3x of bare python "
+          f"start-up: {startup:.2f}x")
+    for p in tmp.iterdir():
+        p.unlink()
+    tmp.rmdir()
+
+
+if __name__ == "__main__":
+    main()
