@@ -162,7 +162,7 @@ class Conn(asyncio.Protocol):
         if self._expect_call:
             i = self._first + self._i
             if status != 200 or (b'"id":%d' % i) not in body or PAYLOAD not in body:
-                self._fail(BenchError(f"bad answer to request {i}: {status} {body[:200]!r}"))
+                self._fail(BenchError(f"bad answer to request {i}: {status} {body[:600]!r}"))
                 return
             self.recv_ts.append(t)
             self._i += 1
@@ -510,8 +510,12 @@ def run_one(kind: str, mode: str, config: str, rnd: int, tmp: Path, args: argpar
             procs.append(front)
             url = front.url
         requests = args.requests if kind == "fast" else args.sdk_requests
-        load = run_load(url, args.connections, requests, args.client_procs, args.max_seconds)
-        ping = run_load(url, 1, args.ping, 1, args.max_seconds)
+        try:
+            load = run_load(url, args.connections, requests, args.client_procs, args.max_seconds)
+            ping = run_load(url, 1, args.ping, 1, args.max_seconds)
+        except BenchError as e:
+            logs = "\n".join(f"--- {p.name} stderr:\n{p.stderr()[-3000:]}" for p in procs)
+            raise BenchError(f"{kind} {mode} {config}: {e}\n{logs}") from None
         extra: dict[str, Any] = {}
         if config != "direct":
             code = front.stop()
