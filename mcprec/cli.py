@@ -398,8 +398,12 @@ def verify(cassette: str, session: str | None, timeout: float, update: bool, tar
     from .cli_diff import _run
     from .verify import accept, refs, run_verification
 
-    v = run_verification(cassette, list(server), target=target, session=session, timeout=timeout,
-                         redact=_redactor(redact_paths, redact_keys, redact_patterns))
+    try:
+        v = run_verification(cassette, list(server), target=target, session=session,
+                             timeout=timeout,
+                             redact=_redactor(redact_paths, redact_keys, redact_patterns))
+    except McprecError as e:  # exit like diff: 2 is trouble, 1 means "different"
+        raise McprecCommandError(str(e), 2) from e
     a, b = refs(cassette, v)
     code = _run(a, b, ignore, config, None, None, fail_on_latency, fmt, color)
     if v.drive.timed_out and code == 0:

@@ -93,8 +93,18 @@ def mcprec_server(
 
     kwargs = _marker_kwargs(request)
     server = kwargs.get("server")
-    if server is None and "mcprec_real_server" in request.fixturenames:
-        server = request.getfixturevalue("mcprec_real_server")
+    if server is None:
+        try:  # a conftest fixture naming the real server, whether or not the test asks for it
+            server = request.getfixturevalue("mcprec_real_server")
+        except pytest.FixtureLookupError:
+            server = None
+    if server is None and mcprec_mode != "none" and (
+            mcprec_mode in ("all", "new_episodes") or not mcprec_cassette.exists()):
+        pytest.fail(
+            f"mcprec: mode {mcprec_mode!r} needs the real server to record {mcprec_cassette}; "
+            "give it with @pytest.mark.mcprec(server=[...]) or a mcprec_real_server fixture",
+            pytrace=False,
+        )
     if mcprec_mode == "none" and not mcprec_cassette.exists():
         pytest.fail(
             f"mcprec: no cassette at {mcprec_cassette}; record it with --mcprec-mode=once "

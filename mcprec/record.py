@@ -17,7 +17,7 @@ from pathlib import Path
 from .cassette import Cassette
 from .cassette.process import ProcessSessionWriter, RecorderProcess
 from .redact import Redactor, default_redactor
-from .errors import McprecError, ServerStartError
+from .errors import CassetteError, McprecError, ServerStartError
 from .transports.stdio import StdioTap
 
 CASSETTE_ENV = "MCPREC_CASSETTE"
@@ -166,6 +166,11 @@ def record_http(
     path = Path(cassette) if cassette is not None else (
         Path(os.environ[CASSETTE_ENV]) if os.environ.get(CASSETTE_ENV)
         else Path(CASSETTE_DIR) / f"{slug}.db")
+    if session is not None and path.exists():
+        with Cassette.open(path) as c:  # refuse now, not at the first client's request
+            if any(s.name == session for s in c.sessions()):
+                raise CassetteError(f"cassette {path} already has a session named {session!r}; "
+                                    "choose another --session name")
     proxy = RecordingProxy(target, path, session=session, tags=tags, timeout=timeout,
                            redact=redact if redact is not None else default_redactor())
     sock = bind(host, port)

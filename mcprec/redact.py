@@ -384,7 +384,8 @@ def _all_placeholders(value: Any, keys: frozenset[str]) -> bool:
     if isinstance(value, dict):
         for k, v in value.items():
             if _norm_key(k) in keys and not isinstance(v, (dict, list)) and v is not None:
-                if v not in (PLACEHOLDER, 0, 0.0) and not isinstance(v, bool):
+                if not isinstance(v, bool) and v not in (0, 0.0) and not (
+                        isinstance(v, str) and PLACEHOLDER in v):  # e.g. "Bearer [REDACTED]"
                     return False
             elif not _all_placeholders(v, keys):
                 return False

@@ -164,9 +164,7 @@ async def replay_streams(
                     replay_streams.last_engine = engine  # type: ignore[attr-defined]
                     await engine.aclose()
                     tg.cancel_scope.cancel()
-                    # the report reads the cassette, which closes below: keep it as it is now
-                    final = engine.report()
-                    engine.report = lambda: final  # type: ignore[method-assign]
+                    engine.freeze()  # the cassette closes below; report() and unplayed() stay
     finally:
         c.close()
 

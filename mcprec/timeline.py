@@ -101,6 +101,13 @@ def timeline(cassette: Cassette, session: Session) -> Iterator[tuple[Message, in
 
 
 def format_message_line(m: Message, latency_ns: int | None, *, color: bool = False) -> str:
+    if m.http and m.http.get("synthetic"):  # a transport failure the recorder noted
+        line = f"{m.seq:>5}  {m.t_ns / 1e6:>10.3f} ms  ! {m.http.get('error', 'transport error')}"
+        if color:
+            import click
+
+            return click.style(line, fg="red")
+        return line
     arrow = "→" if m.direction == CLIENT_TO_SERVER else "←"
     who = "c→s" if m.direction == CLIENT_TO_SERVER else "s→c"
     t = f"{m.t_ns / 1e6:>10.3f} ms"

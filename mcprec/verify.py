@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 
 from .cassette import Cassette, open_session_writer
@@ -45,8 +46,11 @@ def run_verification(
         check_command(server)
     path = Path(cassette)
     with Cassette.open(path) as c:
-        s = c.session(session)
+        s = c.session(session) if session is not None else _latest_reference(c)
         check_replayable(c, s)
+        for old in c.sessions():  # keep one verification run per reference: the new one
+            if old.tags.get("verify_of") == s.name:
+                c.delete_session(old.name)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         name = f"{s.name}-verify-{stamp}"
         writer = open_session_writer(
@@ -68,6 +72,14 @@ def run_verification(
         print(f"mcprec: verify: the server asked {method!r}, which the recording cannot answer",
               file=sys.stderr)
     return Verification(s.name, name, result)
+
+
+def _latest_reference(c: Cassette) -> Any:
+    """The latest session that is not itself a verification run."""
+    references = [s for s in c.sessions() if "verify_of" not in s.tags]
+    if not references:
+        return c.session(None)  # raises the usual "no sessions" error, or takes what is there
+    return references[-1]
 
 
 def accept(cassette: str | os.PathLike[str], v: Verification) -> None:

@@ -26,6 +26,8 @@ from .store import Cassette, Session
 MAX_BATCH_MESSAGES = 2000
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 
+_IO = "io.modelcontextprotocol"
+
 AUTO = "auto"
 """``context=AUTO``: infer the request a server message belongs to (progress token, else the
 latest request awaiting an answer). HTTP knows better and passes the id text, or None."""
@@ -74,6 +76,8 @@ class Recorder:
         self._tokens: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
         self._last_client = -1  # seq of the client's latest message
+        self._client_noted = False
+        self._server_noted = False
 
     @property
     def pending(self) -> int:
@@ -179,8 +183,11 @@ class Recorder:
                 self._tokens[token] = seq
                 if len(self._tokens) > 10_000:  # progress after a response is rare; stay bounded
                     del self._tokens[next(iter(self._tokens))]
-            if method == "initialize" and direction == wire.CLIENT_TO_SERVER:
-                self._note_initialize(params)
+            if direction == wire.CLIENT_TO_SERVER:
+                if method == "initialize":
+                    self._note_initialize(params)
+                elif not self._client_noted and isinstance(params, dict):
+                    self._note_envelope(params.get("_meta"))
         elif c.kind == wire.NOTIFICATION:
             token = None
             if method == "notifications/progress":
@@ -194,6 +201,10 @@ class Recorder:
                 self._open[other].pop(reply_to, None)
                 if method in ("initialize", "server/discover") and c.kind == wire.RESPONSE:
                     self._note_server(c.obj.get("result"))
+                elif not self._server_noted and c.kind == wire.RESPONSE:
+                    result = c.obj.get("result")
+                    if isinstance(result, dict) and isinstance(result.get("_meta"), dict):
+                        self._note_server_stamp(result["_meta"])
         follows = None
         if direction == wire.CLIENT_TO_SERVER:
             self._last_client = seq
@@ -219,7 +230,24 @@ class Recorder:
         open_ = self._open[requester]
         return next(reversed(open_)) if open_ else None
 
+    def _note_envelope(self, meta: Any) -> None:
+        """2026-07-28: no initialize; each request carries the client's details in ``_meta``."""
+        if not isinstance(meta, dict) or f"{_IO}/protocolVersion" not in meta:
+            return
+        self._client_noted = True
+        self._set_meta("protocol_version", meta.get(f"{_IO}/protocolVersion"), json=False)
+        self._set_meta("client_info", meta.get(f"{_IO}/clientInfo"))
+        self._set_meta("client_capabilities", meta.get(f"{_IO}/clientCapabilities"))
+
+    def _note_server_stamp(self, meta: dict[str, Any]) -> None:
+        """2026-07-28: results carry the server's details in ``_meta``."""
+        info = meta.get(f"{_IO}/serverInfo")
+        if info is not None:
+            self._server_noted = True
+            self._set_meta("server_info", info)
+
     def _note_initialize(self, params: Any) -> None:
+        self._client_noted = True
         if not isinstance(params, dict):
             return
         self._set_meta("protocol_version", params.get("protocolVersion"), json=False)
@@ -229,11 +257,15 @@ class Recorder:
     def _note_server(self, result: Any) -> None:
         if not isinstance(result, dict):
             return
+        if isinstance(result.get("_meta"), dict):
+            self._note_server_stamp(result["_meta"])
         pv = result.get("protocolVersion")
         if pv is None and isinstance(result.get("supportedVersions"), list):
             pv = ",".join(str(v) for v in result["supportedVersions"])
         self._set_meta("protocol_version", pv, json=False)
-        self._set_meta("server_info", result.get("serverInfo"))
+        if result.get("serverInfo") is not None:
+            self._server_noted = True
+            self._set_meta("server_info", result.get("serverInfo"))
         self._set_meta("server_capabilities", result.get("capabilities"))
         self._set_meta("instructions", result.get("instructions"), json=False)
 

@@ -104,6 +104,7 @@ class ReplaySession:
         self._handling_cache: dict[int, list[Message]] = {}
         self._followers_cache: dict[int, list[Message]] = {}
         self._any_followers: bool | None = None
+        self._unplayed: list[Message] | None = None
         self.client_answers: list[tuple[Message, dict[str, Any]]] = []
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -264,8 +265,16 @@ class ReplaySession:
             return None
         out = {k: v for k, v in result.items()
                if k not in ("supportedVersions", "resultType", "ttlMs", "cacheScope", "_meta")}
+        meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+        info = meta.get("io.modelcontextprotocol/serverInfo") or result.get("serverInfo")
+        if info is not None:
+            out["serverInfo"] = info
+        out.setdefault("capabilities", {})
+        # the client speaks a session-based revision: answer in the one it offered
+        params = obj.get("params") if isinstance(obj.get("params"), dict) else {}
         versions = result.get("supportedVersions") or []
-        out["protocolVersion"] = versions[0] if versions else ""
+        out["protocolVersion"] = params.get("protocolVersion") or (
+            versions[0] if versions else "2025-11-25")
         return _dumps({"jsonrpc": "2.0", "id": rid, "result": out})
 
     async def _notification(self, obj: dict[str, Any]) -> None:
@@ -394,7 +403,13 @@ class ReplaySession:
             await self._send(m.raw, related)
 
     def unplayed(self) -> list[Message]:
+        if self._unplayed is not None:
+            return self._unplayed
         return self.matcher.unplayed()
+
+    def freeze(self) -> None:
+        """Take the unplayed list now, so that ``report()`` works after the cassette closes."""
+        self._unplayed = self.matcher.unplayed()
 
     def report(self) -> dict[str, Any]:
         """What was played and what was not (for ``--report`` and the pytest plugin)."""
