@@ -99,7 +99,8 @@ def cli() -> None:
               help="With --target: where the proxy listens (port 0 picks a free port; the URL "
                    "is printed on stderr).")
 @click.option("--upstream-timeout", type=float, default=300.0, show_default=True,
-              help="With --target: seconds to wait for the upstream's answer.")
+              help="With --target: seconds to wait for the upstream to begin each answer (an "
+                   "event stream may then stay silent as long as it likes).")
 @redaction_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(cassette: str | None, session: str | None, tags: tuple[str, ...], durable: bool,

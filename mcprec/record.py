@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .cassette import Cassette
-from .cassette.process import ProcessSessionWriter, RecorderProcess
+from .cassette.process import ProcessSessionWriter, RecorderProcess, create_recorded_session
 from .redact import Redactor, default_redactor
 from .errors import CassetteError, McprecError, ServerStartError
 from .transports.stdio import StdioTap
@@ -133,12 +133,10 @@ def open_recording(
 ) -> ProcessSessionWriter:
     """Create the session (so that a bad cassette fails before anything starts) and the
     recorder process that will write it."""
-    target = redact.redact_value(target)
-    tags = redact.redact_value(tags) if tags else tags
-    with Cassette.open(path, create=True) as c:
-        session = c.create_session(name, transport=transport, target=target, tags=tags,
-                                   recorder_pid=os.getpid())
-        recorder = RecorderProcess(path, rules=redact.rules.to_dict())
+    session = create_recorded_session(path, name, transport=transport, target=target, tags=tags,
+                                      redact=redact, recorder_pid=None)
+    recorder = RecorderProcess(path, rules=redact.rules.to_dict())
+    with Cassette.open(path) as c:
         c.update_session(session, recorder_pid=recorder.pid)
     return ProcessSessionWriter(recorder, session)
 

@@ -89,7 +89,7 @@ class RecorderProcess:
 
     def _flush(self) -> None:
         self._scheduled = False
-        if self.broken:
+        if self.broken or not self._buf:
             return
         try:
             while self._buf:
@@ -146,10 +146,19 @@ class RecorderProcess:
 
     def close(self, timeout: float | None = None) -> int | None:
         """Flush, end the recorder and wait for it to commit everything."""
+        self.end_input()
+        return self.wait(timeout)
+
+    def end_input(self) -> None:
+        """Write what is buffered and close the pipe (on the thread that sends frames)."""
         self.flush_blocking()
+        self.broken = True  # nothing more may be sent
         assert self._proc.stdin is not None
         with contextlib.suppress(OSError):
             self._proc.stdin.close()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait for the recorder to commit everything and exit (any thread)."""
         try:
             return self._proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -204,6 +213,8 @@ class ProcessSessionWriter:
         return not self.recorder.broken
 
     def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:
+        """End the session. A shared recorder goes on (the frame is written with the rest);
+        an own one is closed, which waits until everything is committed."""
         if self._closed:
             return
         self._closed = True
@@ -213,8 +224,21 @@ class ProcessSessionWriter:
             code = self.recorder.close()
             if code not in (0, None):
                 self.error = RuntimeError(f"the recorder exited with code {code}")
-        else:
-            self.recorder.flush_blocking()
+
+
+def create_recorded_session(path: str | os.PathLike[str], name: str, *, transport: str,
+                            target: Any, tags: dict[str, str] | None, redact: Any,
+                            recorder_pid: int | None) -> Any:
+    """Add the session row (secrets in its target and tags redacted) before recording starts,
+    so that a bad cassette or a taken name fails at once."""
+    from .store import Cassette
+
+    if redact is not None:
+        target = redact.redact_value(target)
+        tags = redact.redact_value(tags) if tags else tags
+    with Cassette.open(path, create=True) as c:
+        return c.create_session(name, transport=transport, target=target, tags=tags,
+                                recorder_pid=recorder_pid)
 
 
 # --- the recorder process ------------------------------------------------------------------------

@@ -24,7 +24,8 @@ from urllib.parse import urlsplit
 import orjson
 
 from .. import wire
-from ..cassette import SessionWriter, open_session_writer
+from ..cassette.process import ProcessSessionWriter, RecorderProcess
+from ..cassette.process import create_recorded_session
 from ..redact import Redactor, redact_headers
 from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from .http_serve import BodyTooLarge, ClientGone, header, read_body, send_simple
@@ -77,10 +78,11 @@ class RecordingProxy:
         self.redact = redact
         self.listen_origin = ""  # set once bound, to rewrite legacy endpoint URLs
         self._client: Any = None
-        self._writers: dict[str, SessionWriter] = {}
-        self._legacy: dict[str, SessionWriter] = {}
-        self._sessionless: SessionWriter | None = None
-        self._all: list[SessionWriter] = []  # every writer made, so that none is left open
+        self._writers: dict[str, ProcessSessionWriter] = {}
+        self._legacy: dict[str, ProcessSessionWriter] = {}
+        self._sessionless: ProcessSessionWriter | None = None
+        self._all: list[ProcessSessionWriter] = []
+        self._recorder: RecorderProcess | None = None  # every writer made, so that none is left open
         self._exchanges = itertools.count(1)
         self._count = 0
         self.sessions: list[str] = []
@@ -94,15 +96,18 @@ class RecordingProxy:
 
     async def aclose(self) -> None:
         for w in self._all:  # close() is idempotent
-            await asyncio.to_thread(w.close, status="complete")
+            w.close(status="complete")
         self._all.clear()
+        if self._recorder is not None:  # every session's last frames, then wait for commits
+            self._recorder.end_input()
+            await asyncio.to_thread(self._recorder.wait)
         self._writers.clear()
         self._legacy.clear()
         self._sessionless = None
         if self._client is not None:
             await self._client.aclose()
 
-    def _new_writer(self, transport: str) -> SessionWriter:
+    def _new_writer(self, transport: str) -> ProcessSessionWriter:
         from ..record import default_session_name
 
         self._count += 1
@@ -111,8 +116,14 @@ class RecordingProxy:
         else:
             slug = (urlsplit(self.target).hostname or "http").replace(".", "-")
             name = default_session_name(f"{slug}-{self.path.strip('/').replace('/', '-') or 'mcp'}")
-        writer = open_session_writer(self.cassette_path, name, transport=transport,
-                                     target=self.target, tags=self.tags, redact=self.redact)
+        if self._recorder is None:  # one recorder process for every session of this proxy
+            self._recorder = RecorderProcess(
+                self.cassette_path,
+                rules=self.redact.rules.to_dict() if self.redact is not None else {"off": True})
+        session = create_recorded_session(
+            self.cassette_path, name, transport=transport, target=self.target, tags=self.tags,
+            redact=self.redact, recorder_pid=self._recorder.pid)
+        writer = ProcessSessionWriter(self._recorder, session, own=False)
         self.sessions.append(name)
         self._all.append(writer)
         return writer
@@ -188,7 +199,7 @@ class RecordingProxy:
             await resp.aclose()
             await self._settle_fresh(writer, fresh, resp.status_code)
 
-    async def _settle_fresh(self, writer: SessionWriter | None, fresh: bool,
+    async def _settle_fresh(self, writer: ProcessSessionWriter | None, fresh: bool,
                             status: int | None) -> None:
         """After the exchange that opened a session (an ``initialize`` without a session id):
         a session id in the answer made it that MCP session's (in ``_relay``); a 2xx answer
@@ -199,10 +210,10 @@ class RecordingProxy:
             return
         if any(w is writer for w in self._writers.values()):
             return
-        await asyncio.to_thread(writer.close, status="complete")
+        writer.close(status="complete")
 
     def _route_request(self, method: str, sid: str | None, target_path: str, body: bytes
-                       ) -> tuple[SessionWriter | None, list[tuple[Any, bytes]], bool]:
+                       ) -> tuple[ProcessSessionWriter | None, list[tuple[Any, bytes]], bool]:
         """Which cassette session a request belongs to, the client messages it carries, and
         whether the session is a new one this request (an ``initialize``) opens."""
         messages: list[tuple[Any, bytes]] = []
@@ -240,7 +251,7 @@ class RecordingProxy:
             out.append((k, v))
         return out
 
-    async def _upstream_failed(self, send: Any, writer: SessionWriter | None, exchange: int,
+    async def _upstream_failed(self, send: Any, writer: ProcessSessionWriter | None, exchange: int,
                                status: int, message: str, rid: str | None) -> None:
         text = f"mcprec: {message}"
         body = _jsonrpc_error_body(orjson.loads(rid) if rid else None, text)
@@ -252,7 +263,7 @@ class RecordingProxy:
         await send_simple(send, status, body)
 
     async def _relay(self, scope: dict[str, Any], receive: Any, send: Any, resp: Any,
-                     writer: SessionWriter | None, exchange: int, sid: str | None,
+                     writer: ProcessSessionWriter | None, exchange: int, sid: str | None,
                      rid: str | None, method: str, fresh: bool = False) -> None:
         new_sid = resp.headers.get("mcp-session-id")
         if new_sid and writer is not None and new_sid not in self._writers:
@@ -273,7 +284,7 @@ class RecordingProxy:
             await self._send_whole(send, resp, resp_headers)
             w = self._writers.pop(sid, None) if sid else None
             if w is not None and 200 <= resp.status_code < 300:
-                await asyncio.to_thread(w.close, status="complete")
+                w.close(status="complete")
             return
         if not is_sse:
             body = await self._send_whole(send, resp, resp_headers)
@@ -293,7 +304,7 @@ class RecordingProxy:
             _watch_disconnect(receive, gone, resp))
         ended = False
         try:
-            async for chunk in resp.aiter_raw():
+            async for chunk in resp.aiter_raw(idle_timeout=False):
                 if legacy_rewrite:
                     events = parser.feed(chunk)
                     chunk, writer = self._legacy_endpoint(chunk, events, writer)
@@ -337,8 +348,8 @@ class RecordingProxy:
         if not gone.is_set() and not ended:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    def _legacy_endpoint(self, chunk: bytes, events: list[Any], writer: SessionWriter | None
-                         ) -> tuple[bytes, SessionWriter | None]:
+    def _legacy_endpoint(self, chunk: bytes, events: list[Any], writer: ProcessSessionWriter | None
+                         ) -> tuple[bytes, ProcessSessionWriter | None]:
         """On a legacy SSE stream, the first event names the POST endpoint: start a session for
         it, and point absolute endpoint URLs at the proxy instead of the upstream."""
         for ev in events:
@@ -474,13 +485,14 @@ class _Response:
         """The whole body has arrived and been read."""
         return self._conn.complete and not self._conn._chunks
 
-    async def aiter_raw(self) -> Any:
-        """The body, chunk by chunk as it arrives."""
+    async def aiter_raw(self, idle_timeout: bool = True) -> Any:
+        """The body, chunk by chunk as it arrives. An event stream may stay silent for as long
+        as it likes (``idle_timeout=False``): the timeout is for the answer to begin."""
         conn = self._conn
         while True:
             chunk = conn.next_chunk_nowait()
             if chunk is None:
-                chunk = await conn.next_chunk()
+                chunk = await conn.next_chunk(idle_timeout)
                 if chunk is None:
                     return
             yield chunk
@@ -658,7 +670,7 @@ class _UpstreamConnection(asyncio.Protocol):
             return chunk
         return None
 
-    async def next_chunk(self) -> bytes | None:
+    async def next_chunk(self, idle_timeout: bool = True) -> bytes | None:
         """The next body chunk, or None at the end of the body."""
         while True:
             chunk = self.next_chunk_nowait()
@@ -669,11 +681,13 @@ class _UpstreamConnection(asyncio.Protocol):
             if self.error is not None:
                 raise self.error
             self._waiter = fut = self.loop.create_future()
-            timer = self.loop.call_later(self.timeout, self._timed_out, fut, "data")
+            timer = self.loop.call_later(self.timeout, self._timed_out, fut, "data") \
+                if idle_timeout else None
             try:
                 await fut
             finally:
-                timer.cancel()
+                if timer is not None:
+                    timer.cancel()
                 self._waiter = None
 
     @property
