@@ -1,3 +1,3 @@
-from mcprec.cli import main
+from mcprec._entry import main
 
 main()

@@ -1,0 +1,45 @@
+"""The ``mcprec`` entry point: a fast path for plain replays, else the full command line."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .errors import McprecError
+
+
+def _fast_replay(args: list[str]) -> int | None:
+    """``mcprec replay CASSETTE [-s NAME] [--report FILE]``, the form test suites launch most,
+    without loading click: every test pays the start-up. Anything else returns None and goes
+    through the full command line."""
+    if os.environ.get("MCPREC_MODE", "none") != "none" or not args or args[0].startswith("-"):
+        return None
+    cassette, rest = args[0], args[1:]
+    session, report = os.environ.get("MCPREC_SESSION"), None
+    while rest:
+        if len(rest) >= 2 and rest[0] in ("-s", "--session"):
+            session, rest = rest[1], rest[2:]
+        elif len(rest) >= 2 and rest[0] == "--report":
+            report, rest = rest[1], rest[2:]
+        else:
+            return None
+    from .replay import replay_stdio
+
+    try:
+        return replay_stdio(cassette, session=session, report=report)
+    except McprecError as e:
+        print(f"mcprec: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["replay"]:
+        code = _fast_replay(args[1:])
+        if code is not None:
+            sys.exit(code)
+    from .cli import main as cli_main
+
+    cli_main(argv)
