@@ -13,8 +13,10 @@ JSON and with SSE responses:
            through the proxy from that upstream (in the same response mode); no upstream
 
 Upstreams: ``fast`` is bench/http_upstream.py (raw uvloop + httptools, echoes each request:
-tens of thousands of requests/s); ``sdk`` is tests/peers/http_server.py, an MCPServer on the
-official Python SDK calling its ``echo`` tool (what a real Python MCP server costs).
+tens of thousands of requests/s); ``stdlib`` is bench/http_stdlib_upstream.py, a standard-library
+HTTP echo server (the issue's reference direct server, "~5,800 round trips/s here"); ``sdk`` is
+tests/peers/http_server.py, an MCPServer on the official Python SDK calling its ``echo`` tool
+(what a real Python MCP server costs).
 
 Loads, on HTTP/1.1 keep-alive connections, each connection its own MCP session (initialize +
 notifications/initialized, then tools/call echo requests with a ~120 B text, one at a time):
@@ -63,6 +65,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 PY = sys.executable
 FAST = [PY, str(BENCH / "http_upstream.py")]
+STDLIB = [PY, str(BENCH / "http_stdlib_upstream.py")]
 SDK = [PY, str(ROOT / "tests" / "peers" / "http_server.py")]
 MCPREC = [PY, "-m", "mcprec"]
 
@@ -400,8 +403,8 @@ RECORDING = re.compile(r"mcprec: recording (\S+) -> ")
 
 
 def start_upstream(kind: str, mode: str, tmp: Path) -> Proc:
-    if kind == "fast":
-        argv = FAST + (["--sse"] if mode == "sse" else [])
+    if kind in ("fast", "stdlib"):
+        argv = (FAST if kind == "fast" else STDLIB) + (["--sse"] if mode == "sse" else [])
     else:
         argv = SDK + ([] if mode == "sse" else ["--json-response"])
     return Proc(argv, tmp, f"upstream-{kind}-{mode}")
@@ -509,7 +512,8 @@ def run_one(kind: str, mode: str, config: str, rnd: int, tmp: Path, args: argpar
             front = start_replay(replay_cassettes[(kind, mode)], tmp)
             procs.append(front)
             url = front.url
-        requests = args.requests if kind == "fast" else args.sdk_requests
+        requests = {"fast": args.requests, "stdlib": args.requests // 3}.get(kind,
+                                                                           args.sdk_requests)
         try:
             load = run_load(url, args.connections, requests, args.client_procs, args.max_seconds)
             ping = run_load(url, 1, args.ping, 1, args.max_seconds)
@@ -526,7 +530,7 @@ def run_one(kind: str, mode: str, config: str, rnd: int, tmp: Path, args: argpar
         if up is not None:
             up.stop()
             posts = load.posts + ping.posts
-            if kind == "fast":
+            if kind in ("fast", "stdlib"):
                 got = upstream_count(up)
                 if got != posts:
                     raise BenchError(f"{config}: upstream received {got} POSTs, the client sent "
@@ -589,7 +593,7 @@ def checks(summary: dict[str, Any]) -> list[dict[str, Any]]:
         res.append({"target": name, "value": value, "op": op, "limit": limit, "unit": unit,
                     "pass": bool(ok)})
 
-    for kind in ("fast", "sdk"):
+    for kind in ("fast", "stdlib", "sdk"):
         for mode in MODES:
             rec = summary.get(f"{kind}/{mode}/record")
             rep = summary.get(f"{kind}/{mode}/replay")
@@ -661,7 +665,7 @@ def main() -> int:
     args.ping = args.ping or (400 if args.quick else 1000)
     configs = tuple(c for c in CONFIGS if c == "direct" or c in args.configs.split(","))
     modes = tuple(m for m in MODES if m in args.modes.split(","))
-    kinds = ("fast",) if args.no_sdk else ("fast", "sdk")
+    kinds = ("fast", "stdlib") if args.no_sdk else ("fast", "stdlib", "sdk")
     tmp = Path(tempfile.mkdtemp(prefix="mcprec-bench-http-"))
     results: list[Result] = []
     foreign: list[float] = []  # CPUs' worth of other processes' busy time, per round

@@ -128,6 +128,7 @@ class Matcher:
         self._by_key: dict[tuple[str, str], _KeyState] = {}
         self._by_method: dict[str, list[Message]] = {}
         self._cache: dict[int, Message] = {}
+        self._handling: dict[int, list[Message]] = {}
         self._pos = _Position()
         self._strict_cursor = -1
         self._keyed = not self._ignore and not self.options.matchers
@@ -202,10 +203,18 @@ class Matcher:
     # -- look-ups (lazy, indexed)
 
     def _seqs_for_key(self, method: str, key: str) -> list[int]:
-        found = self.cassette.requests_by_key(self.session, method, key)
+        found, handling = self.cassette.exchanges_by_key(self.session, method, key)
+        self._handling.update(handling)
         for m in found:
             self._cache[m.seq] = m
         return [m.seq for m in found]
+
+    def handling(self, seq: int) -> list[Message]:
+        """What the server sent while handling the recorded request ``seq`` (cached)."""
+        found = self._handling.get(seq)
+        if found is None:
+            found = self._handling[seq] = self.cassette.handling(self.session, seq)
+        return found
 
     def _seqs_for_method(self, method: str) -> list[int]:
         return [m.seq for m in self._requests_of(method)]

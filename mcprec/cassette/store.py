@@ -9,8 +9,7 @@ import os
 import socket
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,36 +62,63 @@ class Session:
         return str(self.target or "")
 
 
-@dataclass(frozen=True)
 class Message:
-    """One message as observed on the wire (a row of ``messages``)."""
+    """One message as observed on the wire (a row of ``messages``). Read-only by convention.
 
-    id: int
-    session_id: int
-    seq: int
-    t_ns: int
-    direction: str
-    kind: str
-    rpc_id: str | None
-    method: str | None
-    reply_to: int | None
-    context_seq: int | None
-    follows: int | None
-    match_key: str | None
-    raw: bytes
-    http: dict[str, Any] | None = field(default=None)
+    A plain slotted class rather than a frozen dataclass: replay builds these on every
+    look-up, and a frozen dataclass costs several times more to construct.
+    """
 
-    @cached_property
+    __slots__ = ("id", "session_id", "seq", "t_ns", "direction", "kind", "rpc_id", "method",
+                 "reply_to", "context_seq", "follows", "match_key", "raw", "http", "_json")
+
+    def __init__(self, id: int, session_id: int, seq: int, t_ns: int, direction: str,
+                 kind: str, rpc_id: str | None, method: str | None, reply_to: int | None,
+                 context_seq: int | None, follows: int | None, match_key: str | None,
+                 raw: bytes, http: dict[str, Any] | None = None) -> None:
+        self.id = id
+        self.session_id = session_id
+        self.seq = seq
+        self.t_ns = t_ns
+        self.direction = direction
+        self.kind = kind
+        self.rpc_id = rpc_id
+        self.method = method
+        self.reply_to = reply_to
+        self.context_seq = context_seq
+        self.follows = follows
+        self.match_key = match_key
+        self.raw = raw
+        self.http = http
+        self._json: Any = _UNPARSED
+
+    @property
     def json(self) -> Any:
-        """The parsed message, or None when ``raw`` is not JSON."""
-        try:
-            return wire.loads(self.raw)
-        except orjson.JSONDecodeError:
-            return None
+        """The parsed message (parsed once), or None when ``raw`` is not JSON."""
+        if self._json is _UNPARSED:
+            try:
+                self._json = wire.loads(self.raw)
+            except orjson.JSONDecodeError:
+                self._json = None
+        return self._json
 
     @property
     def size(self) -> int:
         return len(self.raw)
+
+    def __repr__(self) -> str:
+        return (f"Message(seq={self.seq}, {self.direction}, {self.kind}, method={self.method!r}, "
+                f"id={self.rpc_id}, {self.size} B)")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Message) and (self.session_id, self.seq, self.raw) == (
+            other.session_id, other.seq, other.raw)
+
+    def __hash__(self) -> int:
+        return hash((self.session_id, self.seq))
+
+
+_UNPARSED = object()
 
 
 @dataclass(frozen=True)
@@ -423,6 +449,38 @@ class Cassette:
         )]
         found.sort(key=lambda m: m.seq)
         return found
+
+    def exchanges_by_key(self, session: Session, method: str, match_key: str
+                         ) -> tuple[list[Message], dict[int, list[Message]]]:
+        """In one query: the client's recorded requests with this method and match key, in
+        order, and what the server sent while handling each (its answer last)."""
+        key_rows = (
+            "SELECT seq FROM messages INDEXED BY messages_by_match WHERE session_id = ? "
+            "AND method = ? AND match_key = ? AND kind = 'request' "
+            "AND direction = 'client_to_server'"
+        )
+        rows = self._conn.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_match "
+            "WHERE session_id = ? AND method = ? AND match_key = ? AND kind = 'request' "
+            "AND direction = 'client_to_server' "
+            f"UNION ALL SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_context "
+            "WHERE session_id = ? AND direction = 'server_to_client' "
+            f"AND context_seq IN ({key_rows})",
+            (session.id, method, match_key, session.id, session.id, method, match_key),
+        ).fetchall()
+        requests: list[Message] = []
+        handling: dict[int, list[Message]] = {}
+        for row in rows:
+            m = message_from_row(row)
+            if m.direction == "client_to_server":
+                requests.append(m)
+                handling.setdefault(m.seq, [])
+            else:
+                handling.setdefault(m.context_seq, []).append(m)  # type: ignore[arg-type]
+        requests.sort(key=lambda m: m.seq)
+        for found in handling.values():
+            found.sort(key=lambda m: m.seq)
+        return requests, handling
 
     def requests(self, session: Session, method: str) -> list[Message]:
         """The client's recorded requests of one method, in order."""

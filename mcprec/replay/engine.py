@@ -101,7 +101,6 @@ class ReplaySession:
         self._notes_next: dict[str, int] = {}
         self.modes: dict[str, str] = {}
         """Per client request id text: how the recorded answer came over HTTP (json or sse)."""
-        self._handling_cache: dict[int, list[Message]] = {}
         self._followers_cache: dict[int, list[Message]] = {}
         self._any_followers: bool | None = None
         self._unplayed: list[Message] | None = None
@@ -293,10 +292,7 @@ class ReplaySession:
                 self._spawn(self._play(followers, (time.monotonic(), recorded.t_ns), None, None))
 
     def _handling(self, seq: int) -> list[Message]:
-        found = self._handling_cache.get(seq)
-        if found is None:
-            found = self._handling_cache[seq] = self.cassette.handling(self.session, seq)
-        return found
+        return self.matcher.handling(seq)
 
     def _followers(self, seq: int) -> list[Message]:
         if self._any_followers is None:
