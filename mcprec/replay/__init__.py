@@ -1,4 +1,4 @@
-"""Replay: a cassette as a mock MCP server, with vcrpy-style record modes.
+"""Replay: a cassette as a mock MCP server, with record modes.
 
     none          replay only; an unmatched request gets a JSON-RPC error
     once          record when the cassette (or the named session) is missing, else replay
