@@ -102,11 +102,14 @@ def cli() -> None:
 @click.option("--upstream-timeout", type=float, default=300.0, show_default=True,
               help="With --target: seconds to wait for the upstream to begin each answer (an "
                    "event stream may then stay silent as long as it likes).")
+@click.option("--max-message-size", "max_message_size", default="256M", show_default=True,
+              metavar="SIZE", help="Record longer stdio messages as their first SIZE bytes "
+              "(they are still forwarded whole); e.g. 64M, 1G.")
 @redaction_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(cassette: str | None, session: str | None, tags: tuple[str, ...], durable: bool,
            exit_timeout: float, target: str | None, listen: str, upstream_timeout: float,
-           redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
+           max_message_size: str, redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
            redact_patterns: tuple[str, ...], command: tuple[str, ...]) -> None:
     """Record an MCP server: run COMMAND behind a transparent tap, or proxy --target URL.
 
@@ -133,12 +136,28 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
 
     code = record_stdio(list(command), cassette=cassette, session=session,
                         tags=_parse_tags(tags), durable=durable, exit_timeout=exit_timeout,
-                        redact=_redactor(redact_paths, redact_keys, redact_patterns))
+                        redact=_redactor(redact_paths, redact_keys, redact_patterns),
+                        max_message_size=_size(max_message_size, "--max-message-size"))
     # everything is committed and our ends are closed: skip the interpreter's slow teardown,
     # hosts wait for this exit
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _size(value: str, hint: str) -> int:
+    """``256M`` -> 268435456 (K, M, G are powers of 1024; a plain number is bytes)."""
+    text = value.strip().upper().rstrip("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    number = text[:-1] if scale > 1 else text
+    try:
+        size = int(float(number) * scale)
+    except ValueError:
+        raise click.BadParameter(f"expected a size such as 64M or 1G, got {value!r}",
+                                 param_hint=hint) from None
+    if size < 1024:
+        raise click.BadParameter("must be at least 1K", param_hint=hint)
+    return size
 
 
 def _timing(value: str) -> float | None:

@@ -88,6 +88,7 @@ def record_stdio(
     durable: bool = False,
     exit_timeout: float = 5.0,
     redact: Redactor | None = None,
+    max_message_size: int | None = None,
 ) -> int:
     """Run ``argv`` as a stdio MCP server behind a recording tap on this process's stdin/stdout.
 
@@ -98,7 +99,7 @@ def record_stdio(
     name = session or os.environ.get(SESSION_ENV) or default_session_name(argv)
     redactor = redact if redact is not None else default_redactor()
     writer = open_recording(path, name, transport="stdio", target=list(argv), tags=tags,
-                            redact=redactor)
+                            redact=redactor, max_message_size=max_message_size)
     tap = StdioTap(
         argv,
         writer,
@@ -129,13 +130,14 @@ def record_stdio(
 
 def open_recording(
     path: Path, name: str, *, transport: str, target: Any, tags: dict[str, str] | None,
-    redact: Redactor,
+    redact: Redactor, max_message_size: int | None = None,
 ) -> ProcessSessionWriter:
     """Create the session (so that a bad cassette fails before anything starts) and the
     recorder process that will write it."""
     session = create_recorded_session(path, name, transport=transport, target=target, tags=tags,
                                       redact=redact, recorder_pid=None)
-    recorder = RecorderProcess(path, rules=redact.rules.to_dict())
+    recorder = RecorderProcess(path, rules={**redact.rules.to_dict(),
+                                            "max_message_size": max_message_size})
     with Cassette.open(path) as c:
         c.update_session(session, recorder_pid=recorder.pid)
     return ProcessSessionWriter(recorder, session)

@@ -107,39 +107,70 @@ class LineFramer:
     is emitted by ``close()`` with ``terminated=False``. Kept minimal: it is on the hot path.
     """
 
-    __slots__ = ("_emit", "_partial")
+    __slots__ = ("_emit", "_partial", "_size", "_limit", "_oversize")
 
-    def __init__(self, emit: Callable[[bytes, bool], None]) -> None:
+    def __init__(self, emit: Callable[[bytes, bool], None], *, limit: int | None = None,
+                 oversize: Callable[[bytes, int], None] | None = None) -> None:
+        """``limit``: lines longer than this are not kept whole: ``oversize(first_bytes,
+        full_size)`` gets their first ``limit`` bytes instead of ``emit``."""
         self._emit = emit
         self._partial: list[bytes] = []
+        self._size = 0
+        self._limit = limit
+        self._oversize = oversize
 
     def feed(self, data: bytes) -> None:
         nl = data.find(b"\n")
         if nl < 0:
             if data:
-                self._partial.append(data)
+                self._keep(data)
             return
-        emit = self._emit
         if self._partial:
-            self._partial.append(data[:nl])
-            emit(b"".join(self._partial), True)
-            self._partial.clear()
+            self._keep(data[:nl])
+            self._line(True)
         else:
-            emit(data[:nl], True)
+            self._out(data[:nl], len(data[:nl]) if self._limit is not None else 0, True)
+        emit = self._emit
         start = nl + 1
         nl = data.find(b"\n", start)
+        limit = self._limit
         while nl >= 0:
-            emit(data[start:nl], True)
+            if limit is not None and nl - start > limit:
+                self._out(data[start:nl], nl - start, True)
+            else:
+                emit(data[start:nl], True)
             start = nl + 1
             nl = data.find(b"\n", start)
         if start < len(data):
-            self._partial.append(data[start:])
+            self._keep(data[start:])
+
+    def _keep(self, part: bytes) -> None:
+        """Hold part of an unfinished line, but never more than the limit of it."""
+        if self._limit is not None:
+            room = self._limit - sum(len(p) for p in self._partial) if self._size < \
+                self._limit else 0
+            self._size += len(part)
+            if room <= 0:
+                return
+            part = part[:room]
+        self._partial.append(part)
+
+    def _line(self, terminated: bool) -> None:
+        line = b"".join(self._partial)
+        size = self._size
+        self._partial.clear()
+        self._size = 0
+        self._out(line, size, terminated)
+
+    def _out(self, line: bytes, size: int, terminated: bool) -> None:
+        if self._limit is not None and size > self._limit and self._oversize is not None:
+            self._oversize(line[: self._limit], size)
+        else:
+            self._emit(line, terminated)
 
     def close(self) -> None:
-        if self._partial:
-            line = b"".join(self._partial)
-            self._partial.clear()
-            self._emit(line, False)
+        if self._partial or self._size:
+            self._line(False)
 
 
 def split_lines(data: bytes) -> list[tuple[bytes, bool]]:

@@ -33,6 +33,8 @@ CHUNK, EOF, MESSAGE, STDERR, SYNC, CLOSE = range(6)
 _DIRS = (wire.CLIENT_TO_SERVER, wire.SERVER_TO_CLIENT)
 _DIR_CODE = {d: i for i, d in enumerate(_DIRS)}
 
+DEFAULT_MAX_MESSAGE = 256 * 1024 * 1024
+"""Longer messages are forwarded whole but recorded as their first this-many bytes."""
 HIGH_WATER = 16 * 1024 * 1024
 LOW_WATER = 4 * 1024 * 1024
 RULES_ENV = "MCPREC_RECORDER_RULES"
@@ -254,6 +256,16 @@ def _main(path: str) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # mcprec decides when recording ends
     rules = orjson.loads(os.environ.get(RULES_ENV) or "{}")
     redactor = None if rules.get("off") else Redactor(Rules.from_dict(rules))
+    limit = int(rules.get("max_message_size") or DEFAULT_MAX_MESSAGE)
+    warned: set[int] = set()
+
+    def oversize(rec: Any, direction: str, head: bytes, size: int, t: int) -> None:
+        """Forwarded whole by the tap; kept here as its first ``limit`` bytes, marked."""
+        rec.add(direction, t, head, {"truncated": True, "size": size})
+        if rec.session.id not in warned:
+            warned.add(rec.session.id)
+            print(f"mcprec: a {size:,}-byte message is larger than --max-message-size "
+                  f"{limit:,}: forwarded whole, recorded truncated", file=sys.stderr, flush=True)
     cassette = Cassette.open(path)
     recorders: dict[int, Any] = {}
     framers: dict[tuple[int, int], TimedFramer] = {}
@@ -271,9 +283,12 @@ def _main(path: str) -> int:
         if f is None:
             rec = recorder(sid)
             if d == 2:
-                f = TimedFramer(lambda line, t: rec.add_stderr(t, line))
+                f = TimedFramer(lambda line, t: rec.add_stderr(t, line), limit,
+                                lambda head, size, t: rec.add_stderr(t, head))
             else:
-                f = TimedFramer(lambda line, t, direction=_DIRS[d]: rec.add(direction, t, line))
+                f = TimedFramer(lambda line, t, direction=_DIRS[d]: rec.add(direction, t, line),
+                                limit, lambda head, size, t, direction=_DIRS[d]: oversize(
+                                    rec, direction, head, size, t))
             framers[(sid, d)] = f
         return f
 

@@ -405,11 +405,16 @@ class SessionWriter:
 
 
 class TimedFramer:
-    """A ``LineFramer`` whose lines carry the time of the chunk that completed them."""
+    """A ``LineFramer`` whose lines carry the time of the chunk that completed them.
 
-    def __init__(self, emit: Any) -> None:
+    With ``limit``, a longer line reaches ``oversize(first_bytes, full_size, t_ns)`` instead.
+    """
+
+    def __init__(self, emit: Any, limit: int | None = None, oversize: Any = None) -> None:
         self._t = 0
-        self._framer = wire.LineFramer(lambda line, term: emit(line, self._t))
+        self._framer = wire.LineFramer(
+            lambda line, term: emit(line, self._t), limit=limit,
+            oversize=(lambda head, size: oversize(head, size, self._t)) if oversize else None)
 
     def feed_at(self, data: bytes, t_ns: int) -> None:
         self._t = t_ns

@@ -155,11 +155,16 @@ class StdioEnds:
         stdin_fd: int = 0,
         stdout_fd: int = 1,
     ) -> None:
-        loop = asyncio.get_running_loop()
-        for fd in (stdin_fd, stdout_fd):
-            with contextlib.suppress(OSError):
-                self._restore.append((fd, os.get_blocking(fd)))
         # stdout first: nothing may be read before there is somewhere to write it
+        await self.open_writer(pause, resume, on_lost, stdout_fd)
+        await self.open_reader(on_data, on_eof, stdin_fd)
+
+    async def open_writer(self, pause: Callable[[], None], resume: Callable[[], None],
+                          on_lost: Callable[[BaseException | None], None],
+                          stdout_fd: int = 1) -> None:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(OSError):
+            self._restore.append((stdout_fd, os.get_blocking(stdout_fd)))
         if _is_regular(stdout_fd):
             self.writer = _SyncFileWriter(stdout_fd, on_lost)
         else:
@@ -167,6 +172,12 @@ class StdioEnds:
             self.writer, self._write_proto = await loop.connect_write_pipe(
                 lambda: _WriteProto(pause, resume, on_lost), out
             )
+
+    async def open_reader(self, on_data: Callable[[bytes], None], on_eof: Callable[[], None],
+                          stdin_fd: int = 0) -> None:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(OSError):
+            self._restore.append((stdin_fd, os.get_blocking(stdin_fd)))
         if _is_regular(stdin_fd) or not _is_pollable(stdin_fd):
             self._start_thread_reader(loop, stdin_fd, on_data, on_eof)
         else:
@@ -358,6 +369,20 @@ class StdioTap:
         self._errout.write(data)
         self.recorder.stderr_chunk(data, time.monotonic_ns() - self._start)
 
+    def _start_failed(self) -> None:
+        self._errout.close()
+        if self.client.writer is not None:
+            self.client.writer.close()
+        self.client.restore()
+
+    def _pause_server(self) -> None:  # the client is not reading: stop reading the server
+        if self._proc is not None:
+            self._proc.get_pipe_transport(1).pause_reading()
+
+    def _resume_server(self) -> None:
+        if self._proc is not None:
+            self._proc.get_pipe_transport(1).resume_reading()
+
     def _pressure(self, paused: bool) -> None:
         """The recorder is far behind: stop reading both sides until it catches up."""
         child_out = self._proc.get_pipe_transport(1) if self._proc is not None else None
@@ -429,6 +454,9 @@ class StdioTap:
         if hasattr(self.recorder, "set_pressure_callback"):
             self.recorder.set_pressure_callback(self._pressure)
         self._errout = _StderrPassthrough(stderr_fd)
+        # our stdout before the server: what it says at once must have somewhere to go
+        await self.client.open_writer(self._pause_server, self._resume_server,
+                                      self._client_lost, stdout_fd)
         try:
             transport, _ = await loop.subprocess_exec(
                 lambda: _ChildProto(self),
@@ -441,30 +469,25 @@ class StdioTap:
                 start_new_session=True,  # terminal signals reach us once; we forward them
             )
         except FileNotFoundError as e:
-            self._errout.close()
+            self._start_failed()
             raise ServerStartError(f"cannot start server: command not found: {self.argv[0]}") from e
         except PermissionError as e:
-            self._errout.close()
+            self._start_failed()
             raise ServerStartError(
                 f"cannot start server: permission denied: {self.argv[0]}", exit_code=126
             ) from e
         except OSError as e:
-            self._errout.close()
+            self._start_failed()
             raise ServerStartError(f"cannot start server {self.argv[0]}: {e.strerror or e}") from e
         self._proc = transport
         self._stdin = transport.get_pipe_transport(0)
-        child_out = transport.get_pipe_transport(1)
         installed = []
         for sig in FORWARDED_SIGNALS:
             with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
                 loop.add_signal_handler(sig, self._on_signal, sig)
                 installed.append(sig)
         try:
-            await self.client.open(
-                self._client_data, self._client_eof,
-                pause=child_out.pause_reading, resume=child_out.resume_reading,
-                on_lost=self._client_lost, stdin_fd=stdin_fd, stdout_fd=stdout_fd,
-            )
+            await self.client.open_reader(self._client_data, self._client_eof, stdin_fd)
             await self._exited.wait()
             # the server is gone; collect what it wrote before dying (bounded: a grandchild
             # may hold its stdout open)
