@@ -1,0 +1,138 @@
+"""Limits and second runs: oversized messages, repeated verifies, already-redacted cassettes,
+taken session names, and a killed tap whose recorder finishes the job."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+from helpers import MCPREC, REPO
+
+from mcprec import wire
+from mcprec.cassette import open_cassette, open_session_writer
+
+EXAMPLE_SERVER = [sys.executable, str(REPO / "examples" / "weather_server.py")]
+EXAMPLE_CLIENT = [sys.executable, str(REPO / "examples" / "weather_client.py"), "--"]
+
+
+def run(*args: str, input: bytes = b"", timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*MCPREC, *args], input=input, capture_output=True, timeout=timeout,
+                          check=False)
+
+
+def test_oversized_message_is_forwarded_whole_and_recorded_truncated(tmp_path: Path) -> None:
+    """Past --max-message-size a message still reaches the other side whole; the cassette keeps
+    its first bytes, marked truncated with the real size, and says so once on stderr."""
+    big = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"d":"' + b"a" * 3_000_000 + b'"}}'
+    small = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+    cassette = tmp_path / "c.db"
+    done = run("record", "-c", str(cassette), "--max-message-size", "1M", "--", "cat",
+               input=big + b"\n" + small + b"\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == big + b"\n" + small + b"\n"
+    assert done.stderr.count(b"larger than --max-message-size") == 1
+    with open_cassette(cassette) as c:
+        msgs = list(c.messages())
+    assert [m.size for m in msgs] == [1 << 20, len(small), 1 << 20, len(small)]
+    assert msgs[0].http == {"truncated": True, "size": len(big)}
+    assert msgs[0].raw == big[: 1 << 20]
+    assert msgs[1].kind == "request" and msgs[1].method == "ping"
+
+
+def test_bad_max_message_size_is_a_usage_error(tmp_path: Path) -> None:
+    """A size that does not parse is refused before anything starts."""
+    done = run("record", "-c", str(tmp_path / "c.db"), "--max-message-size", "lots", "--", "cat")
+    assert done.returncode == 2
+    assert b"expected a size" in done.stderr
+    assert not (tmp_path / "c.db").exists()
+
+
+def test_retried_verify_still_compares_with_the_reference(tmp_path: Path) -> None:
+    """A second verify of a broken build fails again: it compares with the recorded reference,
+    not with the previous verify run, and the cassette keeps one verify run per reference."""
+    cassette = tmp_path / "w.db"
+    rec = subprocess.run([*EXAMPLE_CLIENT, *MCPREC, "record", "-c", str(cassette), "-s", "v1",
+                          "--", *EXAMPLE_SERVER], capture_output=True, timeout=120, check=False)
+    assert rec.returncode == 0, rec.stderr
+    for _ in range(2):
+        v = run("verify", str(cassette), "--", *EXAMPLE_SERVER, "--v2")
+        assert v.returncode == 1, v.stderr
+        assert b"A: " + str(cassette).encode() + b":v1 " in v.stdout
+    with open_cassette(cassette) as c:
+        names = [s.name for s in c.sessions()]
+    assert names[0] == "v1" and len(names) == 2 and names[1].startswith("v1-verify-")
+
+
+def test_verify_of_a_missing_session_exits_2(tmp_path: Path) -> None:
+    """verify exits like diff: 2 for trouble (here an unknown session), never 1."""
+    cassette = tmp_path / "w.db"
+    w = open_session_writer(cassette, "only", transport="stdio", target=["x"])
+    w.message(wire.CLIENT_TO_SERVER, b'{"jsonrpc":"2.0","id":1,"method":"ping"}', 0)
+    w.close()
+    v = run("verify", str(cassette), "-s", "nope", "--", *EXAMPLE_SERVER)
+    assert v.returncode == 2
+    assert v.stderr.startswith(b"mcprec: ") and b"no session 'nope'" in v.stderr
+
+
+def test_scan_accepts_what_redaction_left(tmp_path: Path) -> None:
+    """A cassette holding only redacted secrets ("Bearer [REDACTED]") scans clean, while one
+    with a secret in clear does not."""
+    cassette = tmp_path / "c.db"
+    w = open_session_writer(cassette, "s", transport="http", target="http://x")
+    w.message(wire.CLIENT_TO_SERVER, orjson.dumps({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"authorization": "Bearer [REDACTED]", "password": "[REDACTED]"}}), 0,
+        http={"headers": {"authorization": "Bearer [REDACTED]"}})
+    w.close()
+    clean = run("scan", str(cassette))
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    w = open_session_writer(cassette, "leak", transport="stdio", target=["x"])
+    w.message(wire.CLIENT_TO_SERVER, b'{"jsonrpc":"2.0","id":1,"method":"x","params":'
+              b'{"note":"sk-abcdefghijklmnopqrstuvwx1234"}}', 0)
+    w.close()
+    dirty = run("scan", str(cassette))
+    assert dirty.returncode == 1 and b"OpenAI/Anthropic key" in dirty.stdout
+
+
+def test_record_target_refuses_a_taken_session_name(tmp_path: Path) -> None:
+    """The HTTP proxy refuses a --session name the cassette already has, before listening."""
+    cassette = tmp_path / "c.db"
+    open_session_writer(cassette, "taken", transport="stdio", target=["x"]).close()
+    done = run("record", "--target", "http://127.0.0.1:9/mcp", "-c", str(cassette),
+               "-s", "taken", timeout=30)
+    assert done.returncode == 1
+    assert b"already has a session named 'taken'" in done.stderr
+    assert b"Traceback" not in done.stderr
+
+
+def test_killed_tap_leaves_its_recorder_to_finish(tmp_path: Path) -> None:
+    """kill -9 of mcprec: the recorder process still commits everything it was handed and
+    marks the session incomplete; the cassette opens."""
+    cassette = tmp_path / "k.db"
+    proc = subprocess.Popen([*MCPREC, "record", "-c", str(cassette), "-s", "k", "--", "cat"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    lines = [b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % i for i in range(200)]
+    for line in lines:
+        proc.stdin.write(line + b"\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == line + b"\n"  # forwarded, both ways
+    time.sleep(0.3)  # the last chunks reach the recorder (one event-loop turn)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    deadline = time.monotonic() + 20
+    while True:
+        with open_cassette(cassette) as c:
+            s = c.session("k")
+            if s.status != "recording" or time.monotonic() > deadline:
+                break
+        time.sleep(0.1)
+    assert s.status == "incomplete"
+    assert s.message_count == 400
+    proc.stdin.close()
+    proc.stdout.close()
