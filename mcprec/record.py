@@ -159,7 +159,7 @@ def record_http(
     from urllib.parse import urlsplit
 
     from .transports.http_proxy import RecordingProxy
-    from .transports.http_serve import bind, parse_listen, serve_app, url_of
+    from .transports.http_serve import bind, parse_listen, run_app, url_of
 
     host, port = parse_listen(listen)
     slug = (urlsplit(target).hostname or "http").replace(".", "-")
@@ -182,21 +182,5 @@ def record_http(
         if on_ready is not None:
             on_ready(url)
 
-    async def main() -> None:
-        try:
-            await serve_app(proxy, sock, on_ready=ready)
-        finally:
-            await proxy.aclose()
-
-    use_fast_loop()
-    asyncio.run(main())
+    run_app(proxy, sock, announce=ready, cleanup=proxy.aclose)
     return 0
-
-
-def use_fast_loop() -> None:
-    """uvloop when it is installed: the HTTP paths are loop-bound."""
-    try:
-        import uvloop
-    except ImportError:
-        return
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())

@@ -155,8 +155,7 @@ def replay_http(
 ) -> int:
     """Serve a recorded session over Streamable HTTP (and legacy HTTP+SSE at ``/sse``) until
     SIGINT/SIGTERM. Prints the URL on stdout once listening (port 0 picks a free port)."""
-    from ..record import use_fast_loop
-    from ..transports.http_serve import bind, parse_listen, serve_app, url_of
+    from ..transports.http_serve import bind, parse_listen, run_app, url_of
     from .http import ReplayApp
 
     host, port = parse_listen(listen)
@@ -177,15 +176,8 @@ def replay_http(
             if on_ready is not None:
                 on_ready(url)
 
-        async def main() -> None:
-            try:
-                await serve_app(app, sock, on_ready=ready)
-            finally:
-                await app.aclose()
-
-        use_fast_loop()
         try:
-            asyncio.run(main())
+            run_app(app, sock, announce=ready, cleanup=app.aclose)
         except sqlite3.Error as e:
             raise CassetteError(f"cannot read cassette {cassette} while replaying: {e}") from e
         if report is not None:

@@ -22,6 +22,7 @@ from .. import wire
 from ..cassette import Cassette, Message, Session, SessionWriter
 from ..cassette.writer import AUTO
 from ..errors import ServerStartError
+from ..transports.stdio import end_process
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -176,19 +177,7 @@ class StdioDriver(Driver):
     async def _stop(self) -> None:
         proc = self._proc
         assert proc is not None
-        if proc.stdin is not None and not proc.stdin.is_closing():
-            proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 5.0)
-        except asyncio.TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), 3.0)
-            except asyncio.TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
+        await end_process(proc)
         for task in self._tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                 await asyncio.wait_for(task, 2.0)

@@ -18,6 +18,7 @@ import orjson
 from .. import wire
 from ..cassette import Cassette, Session, SessionWriter
 from ..errors import ReplayError, ServerStartError
+from ..transports.stdio import end_process
 
 if TYPE_CHECKING:
     from .engine import ReplaySession
@@ -68,16 +69,8 @@ class LiveServer:
         return False
 
     async def aclose(self) -> None:
-        proc = self._proc
-        if proc is not None:
-            if proc.stdin is not None:
-                proc.stdin.close()
-            try:
-                await asyncio.wait_for(proc.wait(), 5.0)
-            except asyncio.TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
+        if self._proc is not None:
+            await end_process(self._proc)
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -171,6 +171,25 @@ def _http_protocol() -> Any:
     return CoalescingHttpToolsProtocol
 
 
+def run_app(app: Any, sock: socket.socket, *, announce: Callable[[], None],
+            cleanup: Callable[[], Awaitable[None]]) -> None:
+    """Serve ``app`` on ``sock`` (uvloop when installed) until SIGINT/SIGTERM; ``announce``
+    once listening, ``cleanup`` on the way out whatever happens."""
+    async def main() -> None:
+        try:
+            await serve_app(app, sock, on_ready=announce)
+        finally:
+            await cleanup()
+
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main())
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    asyncio.run(main())
+
+
 def header(scope: dict[str, Any], name: bytes) -> str | None:
     for k, v in scope["headers"]:
         if k == name:

@@ -277,6 +277,23 @@ class _StderrPassthrough:
         self._thread.join(timeout)
 
 
+async def end_process(proc: asyncio.subprocess.Process, grace: float = 5.0,
+                      term_grace: float = 3.0) -> int:
+    """Close a child's stdin (EOF: the polite way to end an MCP server), give it ``grace``
+    seconds, then SIGTERM, then SIGKILL. Returns its exit code."""
+    if proc.stdin is not None and not proc.stdin.is_closing():
+        proc.stdin.close()
+    for sig, wait in ((None, grace), (signal.SIGTERM, term_grace), (signal.SIGKILL, None)):
+        if sig is not None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(sig)
+        try:
+            return await asyncio.wait_for(proc.wait(), wait)
+        except asyncio.TimeoutError:
+            continue
+    return await proc.wait()  # pragma: no cover - SIGKILL cannot be ignored
+
+
 # --- the tap ----------------------------------------------------------------------------------
 
 
