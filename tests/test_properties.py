@@ -145,3 +145,16 @@ def test_sse_parser_any_chunking_gives_the_same_events(
         got += parser.feed(stream[pos:pos + n])
         pos += n
     assert [(g.data, g.event, g.id) for g in got] == [(d, e, i) for d, e, i in evs]
+
+
+@given(params)
+def test_meta_shortcut_gives_the_same_key(p: dict[str, Any]) -> None:
+    """Skipping the _meta search when a message holds none gives the same key."""
+    stripped = wire.strip_meta(p)
+    assert wire.match_key("x", stripped, has_meta=False) == wire.match_key("x", p)
+
+
+@given(st.integers(-(10**30), 10**30))
+def test_large_integers_parse_exactly(n: int) -> None:
+    """Integers of any size come back exactly (orjson alone rounds those past 64 bits)."""
+    assert wire.loads(b'{"n":%d}' % n) == {"n": n}

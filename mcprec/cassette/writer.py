@@ -175,7 +175,7 @@ class Recorder:
             if len(self._seq_of) > 10_000:
                 del self._seq_of[next(iter(self._seq_of))]
             params = c.obj.get("params")
-            key = wire.match_key(method, params)
+            key = wire.match_key(method, params, has_meta=b'"_meta"' in raw)
             context = self._context_of(other, None, hint)
             self._open[direction][seq] = None
             token = wire.progress_token(params)
