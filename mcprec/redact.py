@@ -104,6 +104,10 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
 # Words one of which a secret-named key contains (checked on the lower-cased message first).
 _KEY_WORDS = (b"pass", b"secret", b"token", b"key", b"auth", b"cookie", b"credential")
 
+# A JSON string of base64 / base64url / hex, long enough to be payload rather than a token.
+_BLOB = re.compile(rb'("[A-Za-z0-9+/=_-]{1024,}")')
+_BLOB_MIN = 2048
+
 # Keys whose values are secrets. Compared after lower-casing and dropping "_" and "-", and
 # matched exactly: "progressToken" or "maxTokens" are not secrets.
 SECRET_KEYS = frozenset({
@@ -214,8 +218,30 @@ class Redactor:
     # -- redaction
 
     def redact(self, raw: bytes) -> bytes:
-        """``raw`` with every secret replaced; unchanged bytes when there is nothing to hide."""
-        needs_tree = bool(self._paths) or self._has_secret_key(raw)
+        """``raw`` with every secret replaced; unchanged bytes when there is nothing to hide.
+
+        Long base64 or hex strings (images, audio, files) are payload, not prose: the patterns
+        are not run inside them. That keeps large messages cheap, and it keeps a payload that
+        happens to contain, say, ``AIza`` and 35 more characters from being corrupted.
+        """
+        if len(raw) > _BLOB_MIN and _BLOB.search(raw) is not None:
+            parts = _BLOB.split(raw)  # even: the message around them; odd: the payloads
+            redacted = [p if i % 2 else self._redact_patterns(p) for i, p in enumerate(parts)]
+            raw = b"".join(redacted)
+            if bool(self._paths) or any(self._has_secret_key(p) for p in parts[::2]):
+                raw = self._redact_keys_and_paths(raw)
+            return raw
+        raw = self._redact_keys_and_paths(raw) if (
+            self._paths or self._has_secret_key(raw)) else raw
+        return self._redact_patterns(raw)
+
+    def _redact_patterns(self, raw: bytes) -> bytes:
+        for i in self._selected(raw, self._anchors_b, self._any_anchor_b):
+            raw = self._checks_b[i][1].sub(_PLACEHOLDER_B, raw)
+        return raw
+
+    def _redact_keys_and_paths(self, raw: bytes) -> bytes:
+        needs_tree = True
         if needs_tree:
             try:
                 obj = orjson.loads(raw)
@@ -225,8 +251,6 @@ class Redactor:
                 changed, obj = self._redact_tree(obj)
                 if changed:
                     raw = orjson.dumps(obj)
-        for i in self._selected(raw, self._anchors_b, self._any_anchor_b):
-            raw = self._checks_b[i][1].sub(_PLACEHOLDER_B, raw)
         return raw
 
     def redact_text(self, text: str) -> str:
@@ -315,7 +339,10 @@ class Redactor:
     # -- scanning
 
     def scan(self, raw: bytes) -> list[str]:
-        """Names of the kinds of secrets found in ``raw`` (empty when clean)."""
+        """Names of the kinds of secrets found in ``raw`` (empty when clean); long base64 or hex
+        payloads are skipped, as ``redact`` skips them."""
+        if len(raw) > _BLOB_MIN and _BLOB.search(raw) is not None:
+            raw = b'""'.join(_BLOB.split(raw)[::2])
         found: list[str] = []
         if self._has_secret_key(raw):
             try:
