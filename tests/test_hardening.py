@@ -136,3 +136,17 @@ def test_killed_tap_leaves_its_recorder_to_finish(tmp_path: Path) -> None:
     assert s.message_count == 400
     proc.stdin.close()
     proc.stdout.close()
+
+
+def test_payloads_are_never_corrupted_by_redaction(tmp_path: Path) -> None:
+    """A base64 image that happens to hold a key-shaped run is recorded byte for byte; a secret
+    beside it in the same message is still redacted."""
+    from mcprec.redact import Redactor
+
+    blob = b"A" * 3000 + b"AIza" + b"B" * 35 + b"C" * 3000
+    msg = (b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"image","data":"' + blob +
+           b'","mimeType":"image/png"}],"note":"token sk-abcdefghijklmnopqrstuvwx1234"}}')
+    out = Redactor().redact(msg)
+    assert blob in out
+    assert b"sk-abcdefghijklmnopqrstuvwx1234" not in out and b"[REDACTED]" in out
+    assert Redactor().scan(out) == []
