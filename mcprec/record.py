@@ -106,7 +106,7 @@ def record_stdio(
         env=env,
         cwd=cwd,
         exit_timeout=exit_timeout,
-        before_forward=(lambda: writer.sync()) if durable else None,
+        before_forward=(lambda: None if writer.sync() else None) if durable else None,
     )
     code: int | None = None
     status = "incomplete"

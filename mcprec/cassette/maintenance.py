@@ -99,7 +99,7 @@ def _redact_sessions(conn: Any, redactor: _Redactor) -> int:
     changed = 0
     for row in conn.execute(f"SELECT id, {', '.join(cols)} FROM sessions").fetchall():
         sid, values = row[0], row[1:]
-        new_values = []
+        new_values: list[str | None] = []
         for v in values:
             if v is None:
                 new_values.append(v)

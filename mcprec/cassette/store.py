@@ -152,8 +152,10 @@ def _session(row: tuple[Any, ...]) -> Session:
 
 
 def message_from_row(row: tuple[Any, ...]) -> Message:
-    *head, raw, http = row
-    return Message(*head, bytes(raw), _loads(http))
+    (id_, sid, seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq, follows,
+     key, raw, http) = row
+    return Message(id_, sid, seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq,
+                   follows, key, bytes(raw), _loads(http))
 
 
 def connect(path: str | os.PathLike[str], *, create: bool = False) -> sqlite3.Connection:

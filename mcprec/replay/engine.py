@@ -167,10 +167,14 @@ class ReplaySession:
 
     def _track(self, key: str, coro: Any) -> None:
         """Run an answer as a task the client can cancel (notifications/cancelled)."""
-        task = asyncio.get_running_loop().create_task(coro)
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
         self._tasks[key] = task
-        task.add_done_callback(lambda t, k=key: self._tasks.pop(k, None) if self._tasks.get(k) is t
-                               else None)
+
+        def forget(t: asyncio.Task[None]) -> None:
+            if self._tasks.get(key) is t:
+                del self._tasks[key]
+
+        task.add_done_callback(forget)
 
     async def _answer(self, obj: dict[str, Any], key: str, match_obj: dict[str, Any],
                       inline: bool = False) -> None:
@@ -259,18 +263,19 @@ class ReplaySession:
             return None
         recorded = self.cassette.requests(self.session, "server/discover")
         answer = self.cassette.answer(self.session, recorded[0].seq) if recorded else None
-        result = answer.json.get("result") if answer is not None and answer.json else None
+        recorded_answer = answer.json if answer is not None else None
+        result = recorded_answer.get("result") if isinstance(recorded_answer, dict) else None
         if not isinstance(result, dict):
             return None
         out = {k: v for k, v in result.items()
                if k not in ("supportedVersions", "resultType", "ttlMs", "cacheScope", "_meta")}
-        meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+        meta: dict[str, Any] = result["_meta"] if isinstance(result.get("_meta"), dict) else {}
         info = meta.get("io.modelcontextprotocol/serverInfo") or result.get("serverInfo")
         if info is not None:
             out["serverInfo"] = info
         out.setdefault("capabilities", {})
         # the client speaks a session-based revision: answer in the one it offered
-        params = obj.get("params") if isinstance(obj.get("params"), dict) else {}
+        params: dict[str, Any] = obj["params"] if isinstance(obj.get("params"), dict) else {}
         versions = result.get("supportedVersions") or []
         out["protocolVersion"] = params.get("protocolVersion") or (
             versions[0] if versions else "2025-11-25")
@@ -326,7 +331,8 @@ class ReplaySession:
     # --- playing ----------------------------------------------------------------------------
 
     def _spawn(self, coro: Awaitable[None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(
+            coro)  # type: ignore[arg-type]
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

@@ -323,7 +323,7 @@ class RecordingProxy:
                         # an event without data (e.g. the priming event of 2025-11-25: an id and
                         # empty data) carries no message; the stream's metadata goes on the next
                         continue
-                    m = dict(meta) if meta else {"exchange": exchange}
+                    m: dict[str, Any] = dict(meta) if meta else {"exchange": exchange}
                     if ev.id is not None:
                         m["event_id"] = ev.id
                     if ev.event != "message":
@@ -499,7 +499,7 @@ class _Response:
 
     async def aread(self) -> bytes:
         conn = self._conn
-        parts = []
+        parts: list[bytes] = []
         while True:
             chunk = conn.next_chunk_nowait()
             if chunk is None:

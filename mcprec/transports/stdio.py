@@ -141,7 +141,7 @@ class StdioEnds:
         self.reader: Any = None
         self.writer: Any = None
         self._write_proto: _WriteProto | None = None
-        self._restore: list[tuple[int, int]] = []
+        self._restore: list[tuple[int, bool]] = []
         self._reader_thread: threading.Thread | None = None
         self._stop_reading = threading.Event()
 
@@ -392,17 +392,23 @@ class StdioTap:
             self.client.writer.close()
         self.client.restore()
 
+    def _server_out(self) -> Any:
+        """The read end of the server's stdout, once the server runs."""
+        return self._proc.get_pipe_transport(1) if self._proc is not None else None
+
     def _pause_server(self) -> None:  # the client is not reading: stop reading the server
-        if self._proc is not None:
-            self._proc.get_pipe_transport(1).pause_reading()
+        out = self._server_out()
+        if out is not None:
+            out.pause_reading()
 
     def _resume_server(self) -> None:
-        if self._proc is not None:
-            self._proc.get_pipe_transport(1).resume_reading()
+        out = self._server_out()
+        if out is not None:
+            out.resume_reading()
 
     def _pressure(self, paused: bool) -> None:
         """The recorder is far behind: stop reading both sides until it catches up."""
-        child_out = self._proc.get_pipe_transport(1) if self._proc is not None else None
+        child_out = self._server_out()
         if paused:
             self.client.pause_reading()
             if child_out is not None and not child_out.is_closing():
@@ -439,7 +445,7 @@ class StdioTap:
             self._exit_handle = loop.call_later(self.exit_timeout, self._escalate, signal.SIGTERM)
 
     def _escalate(self, sig: int) -> None:
-        if self._exited.is_set():
+        if self._exited.is_set() or self._proc is None:
             return
         with contextlib.suppress(ProcessLookupError, OSError):
             self._proc.send_signal(sig)
@@ -454,8 +460,9 @@ class StdioTap:
         if self._signals.count(sig) > 1 and sig == signal.SIGINT:
             self._escalate(signal.SIGKILL)  # a second Ctrl-C means now
             return
-        with contextlib.suppress(ProcessLookupError, OSError):
-            self._proc.send_signal(sig)
+        if self._proc is not None:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                self._proc.send_signal(sig)
         self._arm_exit_timer()
 
     async def run(self) -> int:
