@@ -362,7 +362,11 @@ def export(cassette: str, session: str | None, output: str, timing: bool) -> Non
             export_to(sys.stdout.buffer, c, chosen, timing=timing)
             sys.stdout.buffer.flush()
         else:
-            with open(output, "wb") as f:
+            try:
+                f = open(output, "wb")
+            except OSError as e:
+                raise McprecCommandError(f"cannot write {output}: {e.strerror}") from e
+            with f:
                 export_to(f, c, chosen, timing=timing)
 
 
@@ -449,11 +453,26 @@ _register_diff()
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run the command line; every error is one line ``mcprec: ...`` and an exit code."""
     try:
-        cli.main(args=argv, prog_name="mcprec")
+        code = cli.main(args=argv, prog_name="mcprec", standalone_mode=False)
+    except click.UsageError as e:  # bad arguments: one line, and where to look
+        if type(e).__name__ == "NoArgsIsHelpError":  # plain `mcprec`: the help it asked for
+            click.echo(e.format_message())
+            sys.exit(0)
+        where = e.ctx.command_path if e.ctx is not None else "mcprec"
+        click.echo(f"mcprec: {e.format_message()} (see `{where} --help`)", err=True)
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("mcprec: interrupted", err=True)
+        sys.exit(130)
     except BrokenPipeError:  # e.g. `mcprec show ... | head`
         sys.stderr.close()
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover
