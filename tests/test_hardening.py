@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 from helpers import MCPREC, REPO
 
 from mcprec import wire
@@ -150,3 +151,23 @@ def test_payloads_are_never_corrupted_by_redaction(tmp_path: Path) -> None:
     assert blob in out
     assert b"sk-abcdefghijklmnopqrstuvwx1234" not in out and b"[REDACTED]" in out
     assert Redactor().scan(out) == []
+
+
+@pytest.mark.parametrize("args", [
+    ["scan", "/"],
+    ["replay", "c.db", "--timing", "abc"],
+    ["record", "-c", "c.db", "--tag", "bad", "--", "cat"],
+    ["diff", "a.db", "b.db", "--format", "yaml"],
+    ["nosuchcommand"],
+    ["replay"],
+    ["export", "c.db", "-o", "/nonexistent-dir/x.jsonl"],
+])
+def test_every_bad_invocation_is_one_line(tmp_path: Path, args: list[str]) -> None:
+    """Bad arguments or paths: one line on stderr, ``mcprec: ...``, a non-zero exit."""
+    open_session_writer(tmp_path / "c.db", "s", transport="stdio", target=["x"]).close()
+    done = subprocess.run([*MCPREC, *args], cwd=tmp_path, capture_output=True, timeout=60,
+                          check=False)
+    err = done.stderr.decode()
+    assert done.returncode != 0
+    assert err.startswith("mcprec: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
