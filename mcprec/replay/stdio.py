@@ -27,24 +27,40 @@ async def serve_stdio(
     """
     loop = asyncio.get_running_loop()
     ends = StdioEnds()
-    lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+    # lines read, handled in batches: a pipelining client sends many per read
+    lines: list[bytes | None] = []
+    arrived = asyncio.Event()
     closed = asyncio.Event()
+    # answers go out once per event-loop turn, together, rather than one write each
+    out: list[bytes] = []
+
+    def flush() -> None:
+        w = ends.writer
+        if out and w is not None and not w.is_closing():
+            w.write(b"".join(out))
+        out.clear()
 
     async def send(data: bytes, related: str | None) -> None:
-        w = ends.writer
-        if w is not None and not w.is_closing():
-            w.write(data + b"\n")
+        if not out:
+            loop.call_soon(flush)
+        out.append(data)
+        out.append(b"\n")
 
     engine = make_engine(send)
-    framer = LineFramer(lambda line, terminated: lines.put_nowait(line))
+
+    def on_line(line: bytes | None, terminated: bool = True) -> None:
+        lines.append(line)
+        arrived.set()
+
+    framer = LineFramer(on_line)
 
     def on_eof() -> None:
         framer.close()
-        lines.put_nowait(None)
+        on_line(None)
 
     def on_lost(exc: BaseException | None) -> None:
         closed.set()
-        lines.put_nowait(None)
+        on_line(None)
 
     stop = asyncio.Event()
     installed = []
@@ -58,8 +74,15 @@ async def serve_stdio(
 
     async def pump() -> None:
         await engine.start()
-        while (line := await lines.get()) is not None:
-            await engine.receive(line)
+        while True:
+            await arrived.wait()
+            arrived.clear()
+            batch = lines[:]
+            lines.clear()
+            for line in batch:
+                if line is None:
+                    return
+                await engine.receive(line)
 
     pump_task = loop.create_task(pump())
     stop_task = loop.create_task(stop.wait())
@@ -77,6 +100,7 @@ async def serve_stdio(
         for sig in installed:
             loop.remove_signal_handler(sig)
         await engine.aclose()
+        flush()
         ends.stop_reading()
         await ends.drain_and_close(timeout=5.0)
         ends.restore()
