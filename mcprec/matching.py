@@ -167,10 +167,6 @@ class Matcher:
             if m.direction == wire.CLIENT_TO_SERVER and m.seq not in self._pos.played
         ]
 
-    @property
-    def played_count(self) -> int:
-        return len(self._pos.played)
-
     # -- strategies
 
     def _take(self, key: tuple[str, str], load: Callable[[], list[int]]) -> Match | None:

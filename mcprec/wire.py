@@ -178,15 +178,6 @@ class LineFramer:
             self._line(False)
 
 
-def split_lines(data: bytes) -> list[tuple[bytes, bool]]:
-    """All messages in ``data`` as ``(line, terminated)`` pairs (convenience for tests and tools)."""
-    out: list[tuple[bytes, bool]] = []
-    framer = LineFramer(lambda line, term: out.append((line, term)))
-    framer.feed(data)
-    framer.close()
-    return out
-
-
 def progress_token(params: Any, key: str | None = None) -> str | None:
     """The JSON text of a progress token: ``params._meta.progressToken`` of a request, or
     ``params.progressToken`` of a progress notification (``key="progressToken"``)."""

@@ -27,7 +27,7 @@ from typing import Any, Callable
 import orjson
 
 from .. import wire
-from .writer import AUTO
+from .writer import AUTO, redacted_head
 
 _HEAD = struct.Struct("<BBIQI")
 CHUNK, EOF, MESSAGE, STDERR, SYNC, CLOSE = range(6)
@@ -238,9 +238,7 @@ def create_recorded_session(path: str | os.PathLike[str], name: str, *, transpor
     so that a bad cassette or a taken name fails at once."""
     from .store import Cassette
 
-    if redact is not None:
-        target = redact.redact_value(target)
-        tags = redact.redact_value(tags) if tags else tags
+    target, tags = redacted_head(redact, target, tags)
     with Cassette.open(path, create=True) as c:
         return c.create_session(name, transport=transport, target=target, tags=tags,
                                 recorder_pid=recorder_pid)

@@ -440,18 +440,6 @@ class Cassette:
 
     # --- replay look-ups (all indexed) -------------------------------------------------------
 
-    def requests_by_key(self, session: Session, method: str, match_key: str) -> list[Message]:
-        """The client's recorded requests with this method and match key, in order."""
-        # sorted here, not by SQL: ORDER BY seq tempts the planner into scanning the session
-        found = [message_from_row(r) for r in self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_match "
-            "WHERE session_id = ? AND method = ? AND match_key = ? AND kind = 'request' "
-            "AND direction = 'client_to_server'",
-            (session.id, method, match_key),
-        )]
-        found.sort(key=lambda m: m.seq)
-        return found
-
     def exchanges_by_key(self, session: Session, method: str, match_key: str
                          ) -> tuple[list[Message], dict[int, list[Message]]]:
         """In one query: the client's recorded requests with this method and match key, in

@@ -424,6 +424,14 @@ class TimedFramer:
         self._framer.close()
 
 
+def redacted_head(redact: Any, target: Any, tags: dict[str, str] | None
+                  ) -> tuple[Any, dict[str, str] | None]:
+    """A session's target (argv or URL) and tags with secrets replaced, for its row."""
+    if redact is None or not hasattr(redact, "redact_value"):
+        return target, tags
+    return redact.redact_value(target), redact.redact_value(tags) if tags else tags
+
+
 def open_session_writer(
     path: str | os.PathLike[str],
     name: str,
@@ -434,9 +442,7 @@ def open_session_writer(
     redact: Redactor | None = None,
 ) -> SessionWriter:
     """Create (or open) the cassette, add a session and start its writer."""
-    if redact is not None and hasattr(redact, "redact_value"):
-        target = redact.redact_value(target)
-        tags = redact.redact_value(tags) if tags else tags
+    target, tags = redacted_head(redact, target, tags)
     cassette = Cassette.open(path, create=True)
     try:
         session = cassette.create_session(

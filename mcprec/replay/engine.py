@@ -130,10 +130,6 @@ class ReplaySession:
         if pending:
             await asyncio.wait(pending, timeout=timeout)
 
-    @property
-    def busy(self) -> bool:
-        return bool(self._tasks) or any(not t.done() for t in self._background)
-
     # --- incoming ---------------------------------------------------------------------------
 
     async def receive(self, raw: bytes) -> None:
