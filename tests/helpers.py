@@ -152,3 +152,18 @@ def record_scenario(cassette: str | os.PathLike[str], session: str, server_argv:
     of ``cassette``."""
     argv = recorded(cassette, *server_argv, extra=["-s", session])
     return run_client(argv, scenario, env=env, timeout=timeout)
+
+
+async def page_through(s: Any, run: Any) -> None:
+    """List resources page by page, following nextCursor."""
+    from mcp_types import PaginatedRequestParams
+
+    pages, cursor = [], None
+    while True:
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await s.list_resources(params=params)
+        pages.append(dump(page))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    run.results["pages"] = pages

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 from mcp.shared.exceptions import MCPError
 
-from helpers import MCPREC, SDK_SERVER, ClientRun, dump, recorded
+from helpers import MCPREC, SDK_SERVER, ClientRun, dump, page_through, recorded
 
 SDK = [sys.executable, str(SDK_SERVER)]
 
@@ -188,21 +188,6 @@ async def main_scenario(s: Any, run: Run) -> None:
     r["prompts/list"] = dump(await s.list_prompts())
     r["prompts/get"] = dump(await s.get_prompt("opener", {"name": "Bo"}))
     r["ping"] = dump(await s.send_ping())
-
-
-async def page_through(s: Any, run: Run) -> None:
-    """List resources page by page, following nextCursor."""
-    from mcp_types import PaginatedRequestParams
-
-    pages, cursor = [], None
-    while True:
-        params = PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await s.list_resources(params=params)
-        pages.append(dump(page))
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    run.results["pages"] = pages
 
 
 CANCEL_AFTER_S = 0.4

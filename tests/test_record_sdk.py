@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from helpers import ClientRun, dump, recorded, run_client, wire_lines, witnessed
+from helpers import ClientRun, dump, page_through, recorded, run_client, wire_lines, witnessed
 from mcprec.cassette import Message, open_cassette
 
 PAYLOAD_SIZE = 300_000
@@ -258,25 +258,10 @@ def test_stderr_lines_recorded(sdk: SimpleNamespace, line: str) -> None:
 # --- pagination -------------------------------------------------------------------------------
 
 
-async def page_through_resources(s: Any, run: ClientRun) -> None:
-    """List resources page by page, following nextCursor."""
-    from mcp_types import PaginatedRequestParams
-
-    pages, cursor = [], None
-    while True:
-        params = PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await s.list_resources(params=params)
-        pages.append(dump(page))
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    run.results["pages"] = pages
-
-
 def test_paged_listing_through_the_tap(sdk: SimpleNamespace, sdk_server: list[str],
                                        cassette: Path) -> None:
     """Pages followed by cursor through the tap add up to the unpaged list; cursors are recorded."""
-    run = run_client(recorded(cassette, *sdk_server), page_through_resources,
+    run = run_client(recorded(cassette, *sdk_server), page_through,
                      env={"MCPREC_TEST_SERVER_PAGE_SIZE": "5"})
     pages = run.results["pages"]
     assert len(pages) == 3
