@@ -118,6 +118,8 @@ def format_message_line(m: Message, latency_ns: int | None, *, color: bool = Fal
         f"{m.seq:>5}  {t}  {arrow} {who}  {m.kind:<12}  {method:<32}  {ident:<10}  "
         f"{human_bytes(m.size):>9}  {lat}"
     ).rstrip()
+    if m.truncated is not None:
+        line += f"  [truncated: {human_bytes(m.truncated)} on the wire]"
     if not color:
         return line
     import click

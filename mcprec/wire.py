@@ -97,6 +97,35 @@ def classify_obj(obj: Any) -> Classified:
     return Classified(INVALID, rpc_id, None, obj)
 
 
+# the first keys of a message cut short: {"jsonrpc":"2.0","id":7,"result": ... (key order varies)
+_HEAD_KEY = re.compile(rb'\s*[{,]\s*"(jsonrpc|id|result|error|method)"\s*:\s*')
+_HEAD_VALUE = re.compile(rb'-?\d+|"(?:[^"\\]|\\.)*"|null')
+
+
+def classify_head(head: bytes) -> Classified:
+    """What a message recorded truncated (its first bytes only) was, from its leading keys:
+    a response or error (with its id when the id came before the result), a request or a
+    notification (with its method when it came first); ``INVALID`` when the head does not say."""
+    pos, rpc_id, method = 0, None, None
+    kind = INVALID
+    while (m := _HEAD_KEY.match(head, pos)) is not None:
+        key, pos = m.group(1), m.end()
+        if key in (b"result", b"error"):
+            kind = RESPONSE if key == b"result" else ERROR
+            break
+        value = _HEAD_VALUE.match(head, pos)
+        if value is None:
+            break
+        pos = value.end()
+        if key == b"id":
+            rpc_id = value.group(0).decode("utf-8", "replace")
+        elif key == b"method" and value.group(0).startswith(b'"'):
+            method = orjson.loads(value.group(0))
+    if kind == INVALID and method is not None:
+        kind = REQUEST if rpc_id is not None else NOTIFICATION
+    return Classified(kind, rpc_id, method, None)
+
+
 def id_text(rid: Any) -> str:
     """The canonical JSON text of a JSON-RPC id."""
     try:

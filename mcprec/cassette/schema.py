@@ -9,6 +9,7 @@ Migrations only ever add: a cassette written by this version opens in every late
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 APPLICATION_ID = 0x6D637072  # "mcpr"
@@ -108,8 +109,23 @@ LEFT JOIN messages r
 WHERE q.kind = 'request';
 """
 
-MIGRATIONS: list[tuple[str, str]] = [
+_WAITS_FOR = """
+-- a server message that the recording shows waited for a client message (its seq), beyond the
+-- request it handles: a cancellation, the answer to a server-to-client request (causality.py)
+ALTER TABLE messages ADD COLUMN waits_for INTEGER;
+"""
+
+
+def _backfill_waits_for(conn: sqlite3.Connection) -> None:
+    from .causality import backfill
+
+    backfill(conn)
+
+
+MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _INITIAL),
+    ("0002_waits_for", _WAITS_FOR),
+    ("0003_waits_for_backfill", _backfill_waits_for),
 ]
 
 FORMAT_VERSION = len(MIGRATIONS)
@@ -135,11 +151,14 @@ def migrate(conn: sqlite3.Connection, *, mcprec_version: str) -> None:
     applied = set()
     if read_format_version(conn) is not None:
         applied = {r[0] for r in conn.execute("SELECT name FROM migrations")}
-    for name, sql in MIGRATIONS:
+    for name, step in MIGRATIONS:
         if name in applied:
             continue
-        for statement in _statements(sql):
-            conn.execute(statement)
+        if callable(step):  # a data migration: Python over what the SQL steps made
+            step(conn)
+        else:
+            for statement in _statements(step):
+                conn.execute(statement)
         conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, now_iso()))
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('format_version', ?) "

@@ -5,6 +5,8 @@ This package is the only code in mcprec that knows SQL.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import socket
 import sqlite3
@@ -20,6 +22,7 @@ from ..errors import CassetteError, FormatTooNewError, NotACassetteError, Sessio
 from . import schema
 
 BUSY_TIMEOUT_S = 30.0
+_log = logging.getLogger("mcprec.cassette")
 
 
 def _loads(text: str | None) -> Any:
@@ -62,6 +65,14 @@ class Session:
         return str(self.target or "")
 
 
+MESSAGE_FIELDS = (
+    "id", "session_id", "seq", "t_ns", "direction", "kind", "rpc_id", "method", "reply_to",
+    "context_seq", "follows", "waits_for", "match_key", "raw", "http",
+)
+"""The ``messages`` columns a ``Message`` carries, in order: the one list the SELECTs, the row
+reader and the slots are made from (``size`` is ``len(raw)``)."""
+
+
 class Message:
     """One message as observed on the wire (a row of ``messages``). Read-only by convention.
 
@@ -69,13 +80,29 @@ class Message:
     look-up, and a frozen dataclass costs several times more to construct.
     """
 
-    __slots__ = ("id", "session_id", "seq", "t_ns", "direction", "kind", "rpc_id", "method",
-                 "reply_to", "context_seq", "follows", "match_key", "raw", "http", "_json")
+    __slots__ = (*MESSAGE_FIELDS, "_json")
+
+    id: int
+    session_id: int
+    seq: int
+    t_ns: int
+    direction: str
+    kind: str
+    rpc_id: str | None
+    method: str | None
+    reply_to: int | None
+    context_seq: int | None
+    follows: int | None
+    waits_for: int | None
+    match_key: str | None
+    raw: bytes
+    http: dict[str, Any] | None
 
     def __init__(self, id: int, session_id: int, seq: int, t_ns: int, direction: str,
                  kind: str, rpc_id: str | None, method: str | None, reply_to: int | None,
                  context_seq: int | None, follows: int | None, match_key: str | None,
-                 raw: bytes, http: dict[str, Any] | None = None) -> None:
+                 raw: bytes, http: dict[str, Any] | None = None,
+                 waits_for: int | None = None) -> None:
         self.id = id
         self.session_id = session_id
         self.seq = seq
@@ -87,6 +114,7 @@ class Message:
         self.reply_to = reply_to
         self.context_seq = context_seq
         self.follows = follows
+        self.waits_for = waits_for
         self.match_key = match_key
         self.raw = raw
         self.http = http
@@ -105,6 +133,13 @@ class Message:
     @property
     def size(self) -> int:
         return len(self.raw)
+
+    @property
+    def truncated(self) -> int | None:
+        """The size on the wire of a message recorded truncated (``--max-message-size``)."""
+        if self.http is not None and self.http.get("truncated"):
+            return int(self.http.get("size") or 0)
+        return None
 
     def __repr__(self) -> str:
         return (f"Message(seq={self.seq}, {self.direction}, {self.kind}, method={self.method!r}, "
@@ -136,10 +171,13 @@ _SESSION_STATS = (
     "(SELECT count(*) FROM messages m WHERE m.session_id = s.id), "
     "(SELECT coalesce(max(m.t_ns), 0) FROM messages m WHERE m.session_id = s.id)"
 )
-_MESSAGE_COLUMNS = (
-    "id, session_id, seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq, "
-    "follows, match_key, raw, http"
-)
+_MESSAGE_COLUMNS = ", ".join(MESSAGE_FIELDS)
+# a cassette of format 1 opened read-only cannot be migrated: read it without the new column
+_MESSAGE_COLUMNS_V1 = _MESSAGE_COLUMNS.replace("waits_for", "NULL AS waits_for")
+
+
+# ISO 8601 UTC texts of one format sort as times do
+_LATEST = ("coalesce(s.ended_at, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) DESC, s.id DESC")
 
 
 def _session(row: tuple[Any, ...]) -> Session:
@@ -152,10 +190,11 @@ def _session(row: tuple[Any, ...]) -> Session:
 
 
 def message_from_row(row: tuple[Any, ...]) -> Message:
+    """A ``Message`` from a row of the columns ``MESSAGE_FIELDS`` names, in that order."""
     (id_, sid, seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq, follows,
-     key, raw, http) = row
+     waits_for, key, raw, http) = row
     return Message(id_, sid, seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq,
-                   follows, key, bytes(raw), _loads(http))
+                   follows, key, bytes(raw), _loads(http), waits_for)
 
 
 def connect(path: str | os.PathLike[str], *, create: bool = False) -> sqlite3.Connection:
@@ -171,11 +210,18 @@ def connect(path: str | os.PathLike[str], *, create: bool = False) -> sqlite3.Co
             raise CassetteError(
                 f"no cassette at {path}; record one with `mcprec record -c {path} -- SERVER...`"
             )
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.is_dir():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # said, not silent: a typo in -c would otherwise leave a cassette somewhere unexpected
+            _log.warning("mcprec: created directory %s for the cassette", path.parent)
         try:  # owner-only: cassettes hold private traffic
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         except FileExistsError:
             pass
+    elif create and path.stat().st_size == 0:
+        # made beforehand (touch, mktemp): a cassette is owner-only whoever made the file
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o600)
     try:
         conn = sqlite3.connect(
             path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
@@ -215,14 +261,12 @@ def _prepare(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         if version is None or version < schema.FORMAT_VERSION:
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                if (schema.read_format_version(conn) or 0) < schema.FORMAT_VERSION:
-                    schema.migrate(conn, mcprec_version=__version__)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+                _migrate(conn)
+            except sqlite3.OperationalError as e:
+                if version is None or "readonly" not in str(e):
+                    raise
+                # an older cassette on a read-only file or folder: read it as it is
         _check_length(conn, path)
         _repair_abandoned(conn)
     except sqlite3.DatabaseError as e:
@@ -234,6 +278,17 @@ def _prepare(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
         if "readonly" in msg or "read-only" in msg:
             raise CassetteError(f"cassette {path} is read-only: {msg}") from e
         raise CassetteError(f"cannot open cassette {path}: {msg}") from e
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if (schema.read_format_version(conn) or 0) < schema.FORMAT_VERSION:
+            schema.migrate(conn, mcprec_version=__version__)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _check_length(conn: sqlite3.Connection, path: Path) -> None:
@@ -286,6 +341,8 @@ class Cassette:
     def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
         self.path = path
         self._conn = conn
+        current = (schema.read_format_version(conn) or 0) >= schema.FORMAT_VERSION
+        self._cols = _MESSAGE_COLUMNS if current else _MESSAGE_COLUMNS_V1
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, create: bool = False) -> Cassette:
@@ -314,11 +371,16 @@ class Cassette:
         return [_session(r) for r in rows]
 
     def session(self, name: str | None = None) -> Session:
-        """The session called ``name``, or the latest one when ``name`` is None."""
+        """The session called ``name``, or the latest one when ``name`` is None.
+
+        The latest session is the one whose recording ended last (one still recording counts
+        as ending now); among equals, the one created last. A long session started before a
+        short one but ending after it is the latest: it holds the most recent traffic.
+        """
         if name is None:
             row = self._conn.execute(
                 f"SELECT {_SESSION_COLUMNS}, {_SESSION_STATS} FROM sessions s "
-                "ORDER BY s.id DESC LIMIT 1"
+                f"ORDER BY {_LATEST} LIMIT 1"
             ).fetchone()
             if row is None:
                 raise SessionNotFoundError(f"cassette {self.path} holds no sessions yet")
@@ -330,11 +392,20 @@ class Cassette:
         if row is None:
             names = [r[0] for r in self._conn.execute("SELECT name FROM sessions ORDER BY id")]
             hint = ", ".join(names[-5:]) if names else "none"
+            if len(names) > 5:
+                hint = f"{len(names)} in all, the last five: ..., {hint}"
             raise SessionNotFoundError(
                 f"cassette {self.path} has no session {name!r} (sessions: {hint}); "
                 f"see `mcprec sessions {self.path}`"
             )
         return _session(row)
+
+    def sessions_latest_first(self) -> list[Session]:
+        """All sessions, the latest first (see ``session``)."""
+        rows = self._conn.execute(
+            f"SELECT {_SESSION_COLUMNS}, {_SESSION_STATS} FROM sessions s ORDER BY {_LATEST}"
+        ).fetchall()
+        return [_session(r) for r in rows]
 
     def session_by_id(self, session_id: int) -> Session:
         row = self._conn.execute(
@@ -388,6 +459,8 @@ class Cassette:
         items = [(k, v) for k, v in fields.items() if v is not None]
         if not items:
             return
+        if "recorder_pid" in fields:  # the repair on open matches a dead recorder by host too
+            items.append(("recorder_host", socket.gethostname()))
         cols = ", ".join(f"{k} = ?" for k, _ in items)
         args = [v if isinstance(v, (str, int)) else orjson.dumps(v).decode() for _, v in items]
         self._conn.execute(f"UPDATE sessions SET {cols} WHERE id = ?", (*args, session.id))
@@ -422,7 +495,7 @@ class Cassette:
     ) -> Iterator[Message]:
         """The session's messages in the order they were observed."""
         s = session if isinstance(session, Session) else self.session(session)
-        sql = f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ?"
+        sql = f"SELECT {self._cols} FROM messages WHERE session_id = ? AND seq > ?"
         args: list[Any] = [s.id, after_seq]
         if kinds:
             sql += f" AND kind IN ({', '.join('?' * len(kinds))})"
@@ -433,7 +506,7 @@ class Cassette:
 
     def message(self, session: Session, seq: int) -> Message | None:
         row = self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq = ?",
+            f"SELECT {self._cols} FROM messages WHERE session_id = ? AND seq = ?",
             (session.id, seq),
         ).fetchone()
         return message_from_row(row) if row else None
@@ -450,10 +523,10 @@ class Cassette:
             "AND direction = 'client_to_server'"
         )
         rows = self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_match "
+            f"SELECT {self._cols} FROM messages INDEXED BY messages_by_match "
             "WHERE session_id = ? AND method = ? AND match_key = ? AND kind = 'request' "
             "AND direction = 'client_to_server' "
-            f"UNION ALL SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_context "
+            f"UNION ALL SELECT {self._cols} FROM messages INDEXED BY messages_by_context "
             "WHERE session_id = ? AND direction = 'server_to_client' "
             f"AND context_seq IN ({key_rows})",
             (session.id, method, match_key, session.id, session.id, method, match_key),
@@ -475,7 +548,7 @@ class Cassette:
     def requests(self, session: Session, method: str) -> list[Message]:
         """The client's recorded requests of one method, in order."""
         found = [message_from_row(r) for r in self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_match "
+            f"SELECT {self._cols} FROM messages INDEXED BY messages_by_match "
             "WHERE session_id = ? AND method = ? AND kind = 'request' "
             "AND direction = 'client_to_server'",
             (session.id, method),
@@ -486,7 +559,7 @@ class Cassette:
     def next_request(self, session: Session, after_seq: int) -> Message | None:
         """The client's first recorded request after ``after_seq``."""
         row = self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? "
+            f"SELECT {self._cols} FROM messages WHERE session_id = ? AND seq > ? "
             "AND kind = 'request' AND direction = 'client_to_server' ORDER BY seq LIMIT 1",
             (session.id, after_seq),
         ).fetchone()
@@ -508,7 +581,7 @@ class Cassette:
         """What the server sent while handling a request, its answer last: notifications and
         requests sent in its context, and the response or error to it, in recorded order."""
         found = [message_from_row(r) for r in self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_context "
+            f"SELECT {self._cols} FROM messages INDEXED BY messages_by_context "
             "WHERE session_id = ? AND context_seq = ? AND direction = 'server_to_client'",
             (session.id, request_seq),
         )]
@@ -519,7 +592,7 @@ class Cassette:
         """Server messages sent on their own (no request being handled) after the client's
         message ``client_seq`` and before its next one; ``-1`` for the very start."""
         found = [message_from_row(r) for r in self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_follows "
+            f"SELECT {self._cols} FROM messages INDEXED BY messages_by_follows "
             "WHERE session_id = ? AND follows = ?", (session.id, client_seq),
         )]
         found.sort(key=lambda m: m.seq)
@@ -543,7 +616,7 @@ class Cassette:
     def answer(self, session: Session, request_seq: int) -> Message | None:
         """The recorded response or error to the request ``request_seq`` (either direction)."""
         rows = self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages INDEXED BY messages_by_reply "
+            f"SELECT {self._cols} FROM messages INDEXED BY messages_by_reply "
             "WHERE session_id = ? AND reply_to = ? AND kind IN ('response', 'error')",
             (session.id, request_seq),
         ).fetchall()
@@ -551,7 +624,7 @@ class Cassette:
 
     def client_messages(self, session: Session, kind: str, method: str | None) -> list[Message]:
         """The client's recorded messages of one kind (and method), in order."""
-        sql = (f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? "
+        sql = (f"SELECT {self._cols} FROM messages WHERE session_id = ? "
                "AND direction = 'client_to_server' AND kind = ?")
         args: list[Any] = [session.id, kind]
         if method is not None:

@@ -21,6 +21,7 @@ import orjson
 
 from .. import wire
 from . import schema
+from .causality import Causality
 from .store import Cassette, Session
 
 MAX_BATCH_MESSAGES = 2000
@@ -37,10 +38,10 @@ _STDERR = 1
 _STOP = 2
 _SYNC = 3
 
+_INSERTED = ("session_id", "seq", "t_ns", "direction", "kind", "rpc_id", "method", "reply_to",
+             "context_seq", "follows", "waits_for", "match_key", "size", "raw", "http")
 _INSERT_MESSAGE = (
-    "INSERT INTO messages (session_id, seq, t_ns, direction, kind, rpc_id, method, reply_to, "
-    "context_seq, follows, match_key, size, raw, http) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO messages ({', '.join(_INSERTED)}) VALUES ({', '.join('?' * len(_INSERTED))})"
 )
 
 class Redactor(Protocol):
@@ -76,6 +77,7 @@ class Recorder:
         self._tokens: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
         self._last_client = -1  # seq of the client's latest message
+        self._causality = Causality()
         self._client_noted = False
         self._server_noted = False
 
@@ -165,10 +167,12 @@ class Recorder:
         if self._redact is not None:  # before anything else: match keys are of redacted params
             raw = self._redact.redact(raw)
         c = wire.classify(raw)
-        method, reply_to, key, context = c.method, None, None, None
         other = (
             wire.SERVER_TO_CLIENT if direction == wire.CLIENT_TO_SERVER else wire.CLIENT_TO_SERVER
         )
+        if c.kind == wire.INVALID and http is not None and http.get("truncated"):
+            c = self._truncated(raw, other)
+        method, reply_to, key, context = c.method, None, None, None
         if c.kind == wire.REQUEST and c.rpc_id is not None and method is not None:
             self._pending[(direction, c.rpc_id)] = (seq, method)
             self._seq_of[(direction, c.rpc_id)] = seq
@@ -210,11 +214,26 @@ class Recorder:
             self._last_client = seq
         elif context is None:
             follows = self._last_client
+        waits_for = self._causality.observe(seq, direction, c.kind, method, c.rpc_id, reply_to,
+                                            context, c.obj)
         http_text = orjson.dumps(http).decode() if http else None
         if http_text is not None and self._redact is not None:
             http_text = self._redact.redact_text(http_text)
         return (sid, seq, t_ns, direction, c.kind, c.rpc_id, method, reply_to, context, follows,
-                key, len(raw), raw, http_text)
+                waits_for, key, len(raw), raw, http_text)
+
+    def _truncated(self, head: bytes, requester: str) -> wire.Classified:
+        """A message recorded cut short, classified from its head so that it still pairs with
+        its request: an answer whose id was past the cut answers the one request awaiting an
+        answer, when there is just one."""
+        c = wire.classify_head(head)
+        rpc_id = c.rpc_id
+        if c.kind in (wire.RESPONSE, wire.ERROR) and rpc_id is None:
+            waiting = [i for (d, i) in self._pending if d == requester]
+            rpc_id = waiting[0] if len(waiting) == 1 else None
+        if c.kind == wire.INVALID or (c.kind in (wire.RESPONSE, wire.ERROR) and rpc_id is None):
+            return wire.Classified(wire.INVALID)
+        return wire.Classified(c.kind, rpc_id, c.method, {})
 
     def _context_of(self, requester: str, token: str | None, hint: str | None) -> int | None:
         """The request (sent by ``requester``) being handled when a message was sent.
