@@ -154,10 +154,15 @@ async def replay_streams(
                 data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
                 await engine.receive(data.encode())
 
+        async def end() -> None:
+            await engine.ended.wait()  # the recorded server exited: the client's stream ends
+            await to_client_send.aclose()
+
         async with to_client_send, to_client_recv, from_client_send, from_client_recv:
             async with anyio.create_task_group() as tg:
                 await engine.start()
                 tg.start_soon(pump)
+                tg.start_soon(end)
                 try:
                     yield to_client_recv, from_client_send
                 finally:

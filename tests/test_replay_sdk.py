@@ -81,9 +81,14 @@ def test_notifications_come_before_the_response(replayed: Run) -> None:
     assert replayed.results["progress before slow returned"] == SLOW_STEPS
 
 
-def test_replay_stderr_is_quiet(replayed: Run) -> None:
-    """A replay where everything matches writes nothing to stderr."""
-    assert replayed.stderr == ""
+def test_replay_stderr_is_the_servers(replayed: Run, sdk_recordings: Any) -> None:
+    """A replay where everything matches says which session it plays, then writes only what the
+    recorded server wrote on stderr."""
+    rec = sdk_recordings.main
+    assert replayed.stderr.splitlines() == [
+        f"mcprec: replaying session {rec.session!r} of {rec.cassette}",
+        "mcprec test server v1 starting",
+    ]
 
 
 # --- identical requests ------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import orjson
 from ..cassette import Cassette
 from ..errors import CassetteError, NotACassetteError, SessionNotFoundError, UsageError
 from ..matching import MatchOptions
-from .engine import ReplaySession, check_replayable
+from .engine import ReplaySession, candidates
 
 Mode = Literal["none", "once", "new_episodes", "all"]
 MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all")
@@ -101,11 +101,8 @@ def replay_stdio(
     c = Cassette.open(path)
     try:
         with _reading(path):
-            s = c.session(session)
-            check_replayable(c, s)
-        if s.status != "complete":
-            print(f"mcprec: note: session {s.name!r} is {s.status}; replaying what was recorded",
-                  file=sys.stderr)
+            found = candidates(c, session)
+        s = found[0]
         live = None
         if mode == "new_episodes":
             if not server:
@@ -117,8 +114,14 @@ def replay_stdio(
         from .stdio import serve_stdio
 
         def make(send: Any) -> ReplaySession:
-            return ReplaySession(c, s, send, options=options, timing=timing, live=live,
-                                 redact=redact)
+            engine = ReplaySession(c, found if live is None else s, send, options=options,
+                                   timing=timing, live=live, redact=redact,
+                                   server_stderr=_server_stderr)
+            if len(found) == 1:  # with several, the engine says which one the client got
+                print(f"mcprec: replaying session {s.name!r} of {path}"
+                      + (f" ({s.status}: replaying what was recorded)" if s.status != "complete"
+                         else ""), file=sys.stderr, flush=True)
+            return engine
 
         try:
             engine = asyncio.run(serve_stdio(make))
@@ -128,7 +131,18 @@ def replay_stdio(
             _write_report(report, [engine])
     finally:
         c.close()
-    return 0
+    return _exit_status(engine.exit_code) if engine.exit_code is not None else 0
+
+
+def _server_stderr(line: str) -> None:
+    """The recorded server's stderr, replayed on ours (as the server's would reach the client)."""
+    sys.stderr.write(line if line.endswith("\n") else line + "\n")
+    sys.stderr.flush()
+
+
+def _exit_status(code: int) -> int:
+    """A recorded exit code as a process exit status (killed by signal N: 128 + N)."""
+    return 128 - code if code < 0 else code & 0xFF
 
 
 def _write_report(report: str | os.PathLike[str], engines: list[ReplaySession]) -> None:
@@ -136,6 +150,7 @@ def _write_report(report: str | os.PathLike[str], engines: list[ReplaySession]) 
         "sessions": [e.report() for e in engines],
         "unplayed": [u for e in engines for u in e.report()["unplayed"]] if engines else [],
         "unmatched": [u for e in engines for u in e.report()["unmatched"]],
+        "unanswered": [u for e in engines for u in e.report()["unanswered"]],
     }
     Path(report).write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
 
@@ -162,17 +177,18 @@ def replay_http(
     c = Cassette.open(cassette)
     try:
         with _reading(cassette):
-            s = c.session(session)
-            check_replayable(c, s)
+            found = candidates(c, session)
+        s = found[0]
         sock = bind(host, port)
-        app = ReplayApp(c, s, options=options, timing=timing, bound_host=host,
+        app = ReplayApp(c, found, options=options, timing=timing, bound_host=host,
                         allowed_origins=tuple(allowed_origins), redact=redact)
         url = url_of(sock, path)
 
         def ready() -> None:
             print(url, flush=True)
-            print(f"mcprec: replaying session {s.name!r} of {cassette} at {url}",
-                  file=sys.stderr, flush=True)
+            what = (f"session {s.name!r}" if len(found) == 1 else
+                    f"{len(found)} sessions (each client gets the one its traffic matches)")
+            print(f"mcprec: replaying {what} of {cassette} at {url}", file=sys.stderr, flush=True)
             if on_ready is not None:
                 on_ready(url)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
@@ -51,7 +52,7 @@ class ReplayApp:
     def __init__(
         self,
         cassette: Cassette,
-        session: Session,
+        session: Session | Sequence[Session],
         *,
         options: MatchOptions | None = None,
         timing: float | None = None,
@@ -86,7 +87,7 @@ class ReplayApp:
                 target.put_nowait(data)
 
         engine = ReplaySession(self.cassette, self.session, send, options=self.options,
-                               timing=self.timing, redact=self.redact)
+                               timing=self.timing, redact=self.redact, label=sid[:8])
         cs = _ClientSession(sid, engine, legacy)
         holder.append(cs)
         self.sessions[sid] = cs
@@ -188,8 +189,13 @@ class ReplayApp:
             await cs.engine.receive(body)
             first = await queue.get()
             mode = cs.engine.modes.get(key, "")
+            if not first:  # the recorded upstream dropped this stream: drop it too
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [*SSE_HEADERS, *extra]})
+                raise DroppedStream()
             if _is_answer(first, key) and (mode != "sse" or not accepts_sse):
-                await send_simple(send, 200, first, headers=extra)
+                status = cs.engine.statuses.get(key, 200)
+                await send_simple(send, status, first, headers=extra)
                 return
             if not accepts_sse:  # the client cannot take a stream: the rest goes to GET
                 cs.streams.pop(key, None)
@@ -207,6 +213,8 @@ class ReplayApp:
                 if _is_answer(msg, key):
                     break
                 msg = await queue.get()
+                if not msg:
+                    raise DroppedStream()
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             cs.streams.pop(key, None)
@@ -214,6 +222,8 @@ class ReplayApp:
     async def _final(self, cs: _ClientSession, key: str, queue: asyncio.Queue[bytes]) -> bytes:
         while True:
             msg = await queue.get()
+            if not msg:
+                raise DroppedStream()
             if _is_answer(msg, key):
                 return msg
             await cs.background.put(msg)
@@ -272,6 +282,11 @@ class ReplayApp:
             return
         await cs.engine.receive(body)
         await send_simple(send, 202, b"Accepted", content_type=b"text/plain")
+
+
+class DroppedStream(Exception):
+    """Raised out of the app to cut a response short, as the recorded upstream did (the
+    server closes the connection mid-response)."""
 
 
 def _is_answer(data: bytes, key: str) -> bool:

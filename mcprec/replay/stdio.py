@@ -86,14 +86,16 @@ async def serve_stdio(
 
     pump_task = loop.create_task(pump())
     stop_task = loop.create_task(stop.wait())
+    # the recorded server exited here: close the connection as it did
+    end_task = loop.create_task(engine.ended.wait())
     try:
-        await asyncio.wait({pump_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({pump_task, stop_task, end_task}, return_when=asyncio.FIRST_COMPLETED)
         if pump_task.done():
             pump_task.result()
             if not closed.is_set():  # EOF: let answers in progress go out, briefly
                 await engine.drain(DRAIN_TIMEOUT_S)
     finally:
-        for t in (pump_task, stop_task):
+        for t in (pump_task, stop_task, end_task):
             t.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await t
