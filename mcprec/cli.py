@@ -177,7 +177,8 @@ def _timing(value: str) -> float | None:
 
 @cli.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
-@click.option("-s", "--session", help="Session to replay (default: the latest).",
+@click.option("-s", "--session", help="Session to replay (default: each client gets the "
+              "recorded session its traffic matches; see docs/replay.md).",
               envvar="MCPREC_SESSION")
 @click.option("-m", "--mode", type=click.Choice(["none", "once", "new_episodes", "all"]),
               default="none", show_default=True, envvar="MCPREC_MODE",
