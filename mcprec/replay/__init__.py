@@ -8,27 +8,35 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sqlite3
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
-
-import orjson
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..cassette import Cassette
 from ..errors import CassetteError, NotACassetteError, SessionNotFoundError, UsageError
 from ..matching import MatchOptions
-from .engine import ReplaySession, candidates
+from .playback import Playback, candidates
+
+if TYPE_CHECKING:
+    from .engine import ReplaySession
 
 Mode = Literal["none", "once", "new_episodes", "all"]
 MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all")
 
-__all__ = ["MODES", "MatchOptions", "Mode", "ReplaySession", "needs_recording", "replay_http",
-           "replay_stdio"]
+__all__ = ["MODES", "MatchOptions", "Mode", "Playback", "ReplaySession", "needs_recording",
+           "replay_http", "replay_stdio"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ReplaySession":  # the asyncio driver: imported only where it is used
+        from .engine import ReplaySession
+
+        return ReplaySession
+    raise AttributeError(f"module 'mcprec.replay' has no attribute {name!r}")
 
 
 @contextlib.contextmanager
@@ -111,20 +119,33 @@ def replay_stdio(
 
             live = LiveServer(list(server), c, s)
 
-        from .stdio import serve_stdio
-
-        def make(send: Any) -> ReplaySession:
-            engine = ReplaySession(c, found if live is None else s, send, options=options,
-                                   timing=timing, live=live, redact=redact,
-                                   server_stderr=_server_stderr)
+        def announce() -> None:
             if len(found) == 1:  # with several, the engine says which one the client got
                 print(f"mcprec: replaying session {s.name!r} of {path}"
                       + (f" ({s.status}: replaying what was recorded)" if s.status != "complete"
                          else ""), file=sys.stderr, flush=True)
-            return engine
 
         try:
-            engine = asyncio.run(serve_stdio(make))
+            if live is None:  # the common case: a blocking loop, no asyncio to import
+                from .lean import serve_lean
+
+                engine: Any = Playback(c, found, options=options, timing=timing, redact=redact,
+                                       server_stderr=_server_stderr)
+                announce()
+                serve_lean(engine)
+            else:
+                import asyncio
+
+                from .engine import ReplaySession
+                from .stdio import serve_stdio
+
+                def make(send: Any) -> ReplaySession:
+                    made = ReplaySession(c, s, send, options=options, timing=timing, live=live,
+                                         redact=redact, server_stderr=_server_stderr)
+                    announce()
+                    return made
+
+                engine = asyncio.run(serve_stdio(make))
         except sqlite3.Error as e:
             raise CassetteError(f"cannot read cassette {path} while replaying: {e}") from e
         if report is not None:
@@ -145,7 +166,9 @@ def _exit_status(code: int) -> int:
     return 128 - code if code < 0 else code & 0xFF
 
 
-def _write_report(report: str | os.PathLike[str], engines: list[ReplaySession]) -> None:
+def _write_report(report: str | os.PathLike[str], engines: list[Any]) -> None:
+    import orjson
+
     data: Any = engines[0].report() if len(engines) == 1 else {
         "sessions": [e.report() for e in engines],
         "unplayed": [u for e in engines for u in e.report()["unplayed"]] if engines else [],

@@ -41,6 +41,8 @@ async def serve_stdio(
         out.clear()
 
     async def send(data: bytes, related: str | None) -> None:
+        if not data:  # an empty message ends an HTTP stream: nothing to end on stdio
+            return
         if not out:
             loop.call_soon(flush)
         out.append(data)

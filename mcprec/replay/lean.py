@@ -1,0 +1,129 @@
+"""Serving a replay on stdin/stdout with a blocking poll loop: no asyncio, nothing imported that
+the first answer does not need.
+
+Test suites launch ``mcprec replay`` once per test, so its start-up is paid hundreds of times
+per run; importing asyncio alone (with the ssl it pulls in) cost more than the rest of the
+start-up together (``python -X importtime``: ~40 ms of ~70 ms before this driver). The playback
+is the same ``Playback`` the asyncio driver runs, so behaviour is identical.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+from typing import Any
+
+from ..wire import LineFramer
+from .playback import Playback
+
+DRAIN_TIMEOUT_S = 2.0
+READ_SIZE = 1 << 16
+_IN = select.POLLIN | select.POLLPRI
+_GONE = select.POLLERR | select.POLLHUP | select.POLLNVAL
+
+
+class _Stop(Exception):
+    """A signal asked us to stop."""
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise _Stop()
+
+
+def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> None:
+    """Answer the client on stdin/stdout until it closes stdin (answers still in progress get
+    ``DRAIN_TIMEOUT_S``), a signal stops us, or the recorded server's exit is replayed."""
+    lines: list[bytes] = []
+    framer = LineFramer(lambda line, terminated: lines.append(line))
+    out = bytearray()
+    blocking = os.get_blocking(stdout_fd)
+    os.set_blocking(stdout_fd, False)
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    poller = select.poll()
+    poller.register(stdin_fd, _IN)
+    writing = False
+    eof_at: float | None = None
+    gone = False
+
+    def collect() -> None:
+        for data, _ in playback.take():
+            if data:  # an empty message ends an HTTP stream: nothing to end on stdio
+                out.extend(data)
+                out.extend(b"\n")
+
+    def write() -> bool:
+        """Write what stdout takes now; False when the client has gone."""
+        while out:
+            try:
+                n = os.write(stdout_fd, out)
+            except BlockingIOError:
+                return True
+            except (BrokenPipeError, ConnectionResetError):
+                return False
+            del out[:n]
+        return True
+
+    try:
+        playback.start()
+        collect()
+        while not playback.ended:
+            now = time.monotonic()
+            if eof_at is not None and (not playback.busy or now - eof_at > DRAIN_TIMEOUT_S):
+                break
+            if not write():
+                gone = True
+                break
+            if bool(out) != writing:
+                writing = bool(out)
+                poller.register(stdout_fd, select.POLLOUT) if writing else poller.unregister(
+                    stdout_fd)
+            deadline = playback.next_deadline()
+            if eof_at is not None:
+                drain_end = eof_at + DRAIN_TIMEOUT_S
+                deadline = drain_end if deadline is None else min(deadline, drain_end)
+            timeout = None if deadline is None else max(0, int((deadline - now) * 1000) + 1)
+            for fd, ev in poller.poll(timeout):
+                if fd == stdin_fd:
+                    data = os.read(stdin_fd, READ_SIZE) if ev & (_IN | _GONE) else b""
+                    if data:
+                        framer.feed(data)
+                    else:
+                        framer.close()
+                        poller.unregister(stdin_fd)
+                        eof_at = time.monotonic()
+                elif fd == stdout_fd and ev & _GONE:
+                    gone = True
+            if gone:
+                break
+            for line in lines:
+                playback.receive(line)
+            lines.clear()
+            playback.tick()
+            collect()
+    except (_Stop, KeyboardInterrupt):
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if not gone:
+            collect()
+            _finish_writing(stdout_fd, out)
+        os.set_blocking(stdout_fd, blocking)
+        if playback.ended:  # the recorded server exited: the client sees its end of file now
+            os.close(stdout_fd)
+
+
+def _finish_writing(fd: int, out: bytearray, timeout: float = 5.0) -> None:
+    """Write out what is left, waiting (bounded) for a slow reader."""
+    end = time.monotonic() + timeout
+    while out and time.monotonic() < end:
+        try:
+            n = os.write(fd, out)
+        except BlockingIOError:
+            select.select([], [fd], [], max(0.0, end - time.monotonic()))
+            continue
+        except OSError:
+            return
+        del out[:n]
