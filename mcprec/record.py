@@ -5,62 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
-import secrets
 import shutil
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
-from datetime import datetime
 from pathlib import Path
 
 from .cassette import Cassette
 from .cassette.process import ProcessSessionWriter, RecorderProcess, create_recorded_session
 from .redact import Redactor, default_redactor
 from .errors import CassetteError, McprecError, ServerStartError
+from .naming import SESSION_ENV, default_cassette, default_http_cassette, default_session_name
 from .transports.stdio import StdioTap
-
-CASSETTE_ENV = "MCPREC_CASSETTE"
-SESSION_ENV = "MCPREC_SESSION"
-CASSETTE_DIR = "cassettes"
-
-_LAUNCHERS = {
-    "python", "python3", "node", "npx", "uv", "uvx", "run", "deno", "bun", "bunx", "pipx",
-    "docker", "exec", "tool", "env",
-}
-
-
-def server_slug(argv: Sequence[str]) -> str:
-    """A short readable name for a server command: ``npx -y @org/server-x`` -> ``server-x``."""
-    for arg in argv:
-        base = os.path.basename(arg)
-        if not base or arg.startswith("-") or "=" in arg:
-            continue
-        name = re.sub(r"\.(py|js|mjs|cjs|ts|exe)$", "", base)
-        if re.fullmatch(r"python[\d.]*|node[\d.]*", name) or name in _LAUNCHERS:
-            continue
-        if name in ("__main__", "index", "main", "server", "dist") and len(argv) > 1:
-            parent = os.path.basename(os.path.dirname(arg.rstrip("/")))
-            name = f"{parent}-{name}" if parent and parent != "." else name
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
-        if slug:
-            return slug[:48]
-    return "session"
-
-
-def default_cassette(argv: Sequence[str]) -> Path:
-    """``$MCPREC_CASSETTE``, or ``cassettes/<server>.db`` under the working directory."""
-    env = os.environ.get(CASSETTE_ENV)
-    if env:
-        return Path(env)
-    return Path(CASSETTE_DIR) / f"{server_slug(argv)}.db"
-
-
-def default_session_name(argv: Sequence[str] | str) -> str:
-    """Unique and readable: ``<server>-20261202-142305-3f9a``."""
-    slug = server_slug(argv) if not isinstance(argv, str) else argv
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return f"{slug}-{stamp}-{secrets.token_hex(2)}"
 
 
 def check_command(argv: Sequence[str]) -> None:
@@ -156,16 +112,11 @@ def record_http(
 ) -> int:
     """Run a recording reverse proxy in front of the MCP endpoint at ``target`` until SIGINT or
     SIGTERM; every session through it is flushed to the cassette before this returns."""
-    from urllib.parse import urlsplit
-
     from .transports.http_proxy import RecordingProxy
     from .transports.http_serve import bind, parse_listen, run_app, url_of
 
     host, port = parse_listen(listen)
-    slug = (urlsplit(target).hostname or "http").replace(".", "-")
-    path = Path(cassette) if cassette is not None else (
-        Path(os.environ[CASSETTE_ENV]) if os.environ.get(CASSETTE_ENV)
-        else Path(CASSETTE_DIR) / f"{slug}.db")
+    path = Path(cassette) if cassette is not None else default_http_cassette(target)
     if session is not None and path.exists():
         with Cassette.open(path) as c:  # refuse now, not at the first client's request
             if any(s.name == session for s in c.sessions()):

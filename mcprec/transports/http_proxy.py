@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from .. import wire
+from ..naming import proxy_session_name
 from ..cassette.process import ProcessSessionWriter, RecorderProcess
 from ..cassette.process import create_recorded_session
 from ..redact import Redactor, redact_headers
@@ -108,14 +109,8 @@ class RecordingProxy:
             await self._client.aclose()
 
     def _new_writer(self, transport: str) -> ProcessSessionWriter:
-        from ..record import default_session_name
-
         self._count += 1
-        if self.session_name:
-            name = self.session_name if self._count == 1 else f"{self.session_name}-{self._count}"
-        else:
-            slug = (urlsplit(self.target).hostname or "http").replace(".", "-")
-            name = default_session_name(f"{slug}-{self.path.strip('/').replace('/', '-') or 'mcp'}")
+        name = proxy_session_name(self.target, self.session_name, self._count)
         if self._recorder is None:  # one recorder process for every session of this proxy
             self._recorder = RecorderProcess(
                 self.cassette_path,
