@@ -1,6 +1,6 @@
 """A trivial live MCP-style server, written the way a small Python stdio server usually is:
 asyncio streams, the standard library's json, one answer per request line. The baseline for
-``bench_replay.py`` ("replay must answer at least 0.45x as fast as a trivial live server").
+``bench_replay.py`` ("replay must answer at least 0.6x as fast as a trivial live server").
 
 For every request it answers with a result echoing the request's params; notifications get no
 answer. Exits on stdin EOF.

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from . import wire
 from .cassette import Cassette, Message, Session
+from .cassette.store import MESSAGE_FIELDS, message_from_row
 from .errors import NoMatchError
 from .jsonpath import parse_path, plain, remove_paths
 
@@ -28,6 +29,13 @@ CustomMatcher = Callable[[dict[str, Any], dict[str, Any]], bool]
 """``matcher(incoming_request, recorded_request) -> bool``; both are full JSON-RPC objects."""
 
 METHOD_ONLY = frozenset({"initialize", "server/discover"})
+# columns of a row, in MESSAGE_FIELDS order
+_SEQ, _METHOD, _CONTEXT, _KEY = (MESSAGE_FIELDS.index(f) for f in (
+    "seq", "method", "context_seq", "match_key"))
+WINDOW = 2_000
+"""Recorded traffic is read ahead of the playback position this many messages at a time (two
+range reads), since clients mostly replay in recorded order: a request found in a window costs
+no query of its own, and memory stays flat whatever the cassette's size."""
 
 
 @dataclass
@@ -132,11 +140,19 @@ class Matcher:
         self._pos = _Position()
         self._strict_cursor = -1
         self._keyed = not self._ignore and not self.options.matchers
+        # read-ahead windows: recorded traffic [0, _hi) is read; keys found there, in order
+        self._hi = 0
+        self._end: int | None = None  # the session's last seq + 1
+        self._window_keys: dict[tuple[str, str], list[int]] = {}
+        self._rows: dict[int, tuple[Any, ...]] = {}
+        self._handling_rows: dict[int, list[tuple[Any, ...]]] = {}
+        self._whole: set[tuple[str, str]] = set()  # keys read whole by their own query
 
     # -- public
 
-    def match(self, obj: dict[str, Any]) -> Match:
-        """The recorded request for ``obj`` (a JSON-RPC request); raises ``NoMatchError``."""
+    def match(self, obj: dict[str, Any], *, has_meta: bool = True) -> Match:
+        """The recorded request for ``obj`` (a JSON-RPC request); raises ``NoMatchError``.
+        ``has_meta=False`` says the request holds no ``_meta`` anywhere (a faster key)."""
         method = obj.get("method")
         if not isinstance(method, str):
             raise NoMatchError("request without a method")
@@ -146,7 +162,7 @@ class Matcher:
         elif method in METHOD_ONLY:
             found = self._take(("", method), lambda: self._seqs_for_method(method))
         elif self._keyed:
-            key = wire.match_key(method, obj.get("params"))
+            key = wire.match_key(method, obj.get("params"), has_meta=has_meta)
             found = self._take((method, key), lambda: self._seqs_for_key(method, key))
         else:
             canon = self._canonical(obj)
@@ -157,7 +173,10 @@ class Matcher:
             )
         if found is None:
             raise self._no_match(obj, method)
-        self._pos.played.add(found.request.seq)
+        seq = found.request.seq
+        self._pos.played.add(seq)
+        if self._end is not None and seq >= self._hi - WINDOW // 2:
+            self._read_window()  # read ahead of where the client is
         return found
 
     def unplayed(self) -> list[Message]:
@@ -175,6 +194,9 @@ class Matcher:
             state = self._by_key[key] = _KeyState(load())
         if not state.seqs:
             return None
+        if (state.next >= len(state.seqs) and key in self._window_keys
+                and key not in self._whole and self._end is not None and self._hi < self._end):
+            state.seqs = self._read_key(*key)  # more of them may lie past the windows read
         if state.next < len(state.seqs):
             seq = state.seqs[state.next]
             state.next += 1
@@ -199,6 +221,36 @@ class Matcher:
     # -- look-ups (lazy, indexed)
 
     def _seqs_for_key(self, method: str, key: str) -> list[int]:
+        if self._end is None:
+            self._end = self.cassette.last_position(self.session)[0] + 1
+            self._read_window()
+        seqs = self._window_keys.get((method, key))
+        if seqs is not None:
+            return seqs  # later windows append to this very list
+        return self._read_key(method, key)
+
+    def _read_window(self) -> None:
+        """Read the next window of recorded traffic and index its requests by key."""
+        assert self._end is not None
+        lo, hi = self._hi, min(self._hi + WINDOW, self._end)
+        if lo >= hi:
+            return
+        requests, handling = self.cassette.window(self.session, lo, hi)
+        self._hi = hi
+        keys = self._window_keys
+        for row in requests:
+            seq = row[_SEQ]
+            self._rows[seq] = row
+            self._handling_rows[seq] = []
+            key = (row[_METHOD], row[_KEY])
+            if key not in self._whole:
+                keys.setdefault(key, []).append(seq)
+        for row in handling:
+            self._handling_rows.setdefault(row[_CONTEXT], []).append(row)
+
+    def _read_key(self, method: str, key: str) -> list[int]:
+        """Every recorded request with this key, by its own indexed query."""
+        self._whole.add((method, key))
         found, handling = self.cassette.exchanges_by_key(self.session, method, key)
         self._handling.update(handling)
         for m in found:
@@ -209,7 +261,10 @@ class Matcher:
         """What the server sent while handling the recorded request ``seq`` (cached)."""
         found = self._handling.get(seq)
         if found is None:
-            found = self._handling[seq] = self.cassette.handling(self.session, seq)
+            rows = self._handling_rows.pop(seq, None) if seq < self._hi else None
+            found = self._handling[seq] = (
+                [message_from_row(r) for r in rows] if rows is not None
+                else self.cassette.handling(self.session, seq))
         return found
 
     def _seqs_for_method(self, method: str) -> list[int]:
@@ -226,7 +281,9 @@ class Matcher:
     def _message(self, seq: int) -> Message:
         m = self._cache.get(seq)
         if m is None:
-            m = self.cassette.message(self.session, seq)
+            row = self._rows.pop(seq, None)
+            m = message_from_row(row) if row is not None else self.cassette.message(
+                self.session, seq)
             assert m is not None
             self._cache[seq] = m
         return m

@@ -128,12 +128,12 @@ async def replay_streams(
     from mcp.shared.message import SessionMessage
 
     from .cassette import Cassette
-    from .replay.engine import ReplaySession, check_replayable
+    from .replay.engine import ReplaySession
+    from .replay.playback import candidates
 
     c = Cassette.open(cassette)
     try:
-        s = c.session(session)
-        check_replayable(c, s)
+        found = candidates(c, session)
         # all four ends are closed on the way out (unclosed ones warn when garbage-collected,
         # which fails tests run with filterwarnings=error)
         to_client_send, to_client_recv = anyio.create_memory_object_stream[Any](1000)
@@ -147,7 +147,7 @@ async def replay_streams(
                 return
             await to_client_send.send(SessionMessage(msg))
 
-        engine = ReplaySession(c, s, send, options=options, timing=timing)
+        engine = ReplaySession(c, found, send, options=options, timing=timing)
 
         async def pump() -> None:
             async for item in from_client_recv:

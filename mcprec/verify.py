@@ -17,7 +17,7 @@ from .errors import UsageError
 from .record import check_command
 from .redact import Redactor, default_redactor
 from .replay.driver import DEFAULT_TIMEOUT_S, DriveResult, drive_http, drive_stdio
-from .replay.engine import check_replayable
+from .replay.playback import check_replayable
 
 
 @dataclass

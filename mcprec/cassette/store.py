@@ -6,9 +6,7 @@ This package is the only code in mcprec that knows SQL.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-import socket
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +20,6 @@ from ..errors import CassetteError, FormatTooNewError, NotACassetteError, Sessio
 from . import schema
 
 BUSY_TIMEOUT_S = 30.0
-_log = logging.getLogger("mcprec.cassette")
 
 
 def _loads(text: str | None) -> Any:
@@ -213,7 +210,10 @@ def connect(path: str | os.PathLike[str], *, create: bool = False) -> sqlite3.Co
         if not path.parent.is_dir():
             path.parent.mkdir(parents=True, exist_ok=True)
             # said, not silent: a typo in -c would otherwise leave a cassette somewhere unexpected
-            _log.warning("mcprec: created directory %s for the cassette", path.parent)
+            import logging  # here: replay's start-up never needs it (6 ms)
+
+            logging.getLogger("mcprec.cassette").warning(
+                "mcprec: created directory %s for the cassette", path.parent)
         try:  # owner-only: cassettes hold private traffic
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         except FileExistsError:
@@ -306,6 +306,12 @@ def _check_length(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
+def _hostname() -> str:
+    """This machine's name, as ``socket.gethostname()`` gives it (without importing socket:
+    replay's start-up pays for every import)."""
+    return os.uname().nodename
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -318,7 +324,7 @@ def _pid_alive(pid: int) -> bool:
 
 def _repair_abandoned(conn: sqlite3.Connection) -> None:
     """Mark sessions whose recorder on this host died (kill -9, power loss) as incomplete."""
-    host = socket.gethostname()
+    host = _hostname()
     rows = conn.execute(
         "SELECT id, recorder_pid, recorder_host FROM sessions WHERE status = 'recording'"
     ).fetchall()
@@ -370,23 +376,24 @@ class Cassette:
         ).fetchall()
         return [_session(r) for r in rows]
 
-    def session(self, name: str | None = None) -> Session:
+    def session(self, name: str | None = None, *, stats: bool = True) -> Session:
         """The session called ``name``, or the latest one when ``name`` is None.
 
         The latest session is the one whose recording ended last (one still recording counts
         as ending now); among equals, the one created last. A long session started before a
         short one but ending after it is the latest: it holds the most recent traffic.
         """
+        counts = _SESSION_STATS if stats else "0, 0"
         if name is None:
             row = self._conn.execute(
-                f"SELECT {_SESSION_COLUMNS}, {_SESSION_STATS} FROM sessions s "
+                f"SELECT {_SESSION_COLUMNS}, {counts} FROM sessions s "
                 f"ORDER BY {_LATEST} LIMIT 1"
             ).fetchone()
             if row is None:
                 raise SessionNotFoundError(f"cassette {self.path} holds no sessions yet")
             return _session(row)
         row = self._conn.execute(
-            f"SELECT {_SESSION_COLUMNS}, {_SESSION_STATS} FROM sessions s WHERE s.name = ?",
+            f"SELECT {_SESSION_COLUMNS}, {counts} FROM sessions s WHERE s.name = ?",
             (name,),
         ).fetchone()
         if row is None:
@@ -400,10 +407,12 @@ class Cassette:
             )
         return _session(row)
 
-    def sessions_latest_first(self) -> list[Session]:
-        """All sessions, the latest first (see ``session``)."""
+    def sessions_latest_first(self, *, stats: bool = True) -> list[Session]:
+        """All sessions, the latest first (see ``session``). Without ``stats`` (message count
+        and duration, which read every message), they cost one index look-up each."""
+        counts = _SESSION_STATS if stats else "0, 0"
         rows = self._conn.execute(
-            f"SELECT {_SESSION_COLUMNS}, {_SESSION_STATS} FROM sessions s ORDER BY {_LATEST}"
+            f"SELECT {_SESSION_COLUMNS}, {counts} FROM sessions s ORDER BY {_LATEST}"
         ).fetchall()
         return [_session(r) for r in rows]
 
@@ -433,7 +442,7 @@ class Cassette:
                 (
                     name, transport, orjson.dumps(target).decode(), started_at or schema.now_iso(),
                     orjson.dumps(tags or {}).decode(), __version__, recorder_pid,
-                    socket.gethostname() if recorder_pid else None,
+                    _hostname() if recorder_pid else None,
                 ),
             )
         except sqlite3.IntegrityError as e:
@@ -460,7 +469,7 @@ class Cassette:
         if not items:
             return
         if "recorder_pid" in fields:  # the repair on open matches a dead recorder by host too
-            items.append(("recorder_host", socket.gethostname()))
+            items.append(("recorder_host", _hostname()))
         cols = ", ".join(f"{k} = ?" for k, _ in items)
         args = [v if isinstance(v, (str, int)) else orjson.dumps(v).decode() for _, v in items]
         self._conn.execute(f"UPDATE sessions SET {cols} WHERE id = ?", (*args, session.id))
@@ -515,34 +524,48 @@ class Cassette:
 
     def exchanges_by_key(self, session: Session, method: str, match_key: str
                          ) -> tuple[list[Message], dict[int, list[Message]]]:
-        """In one query: the client's recorded requests with this method and match key, in
-        order, and what the server sent while handling each (its answer last)."""
-        key_rows = (
-            "SELECT seq FROM messages INDEXED BY messages_by_match WHERE session_id = ? "
-            "AND method = ? AND match_key = ? AND kind = 'request' "
-            "AND direction = 'client_to_server'"
-        )
-        rows = self._conn.execute(
+        """The client's recorded requests with this method and match key, in order, and what
+        the server sent while handling each (its answer last). Two indexed reads: measured
+        24 µs against 38 µs for one UNION with a sub-select."""
+        requests = [message_from_row(r) for r in self._conn.execute(
             f"SELECT {self._cols} FROM messages INDEXED BY messages_by_match "
             "WHERE session_id = ? AND method = ? AND match_key = ? AND kind = 'request' "
-            "AND direction = 'client_to_server' "
-            f"UNION ALL SELECT {self._cols} FROM messages INDEXED BY messages_by_context "
-            "WHERE session_id = ? AND direction = 'server_to_client' "
-            f"AND context_seq IN ({key_rows})",
-            (session.id, method, match_key, session.id, session.id, method, match_key),
-        ).fetchall()
-        requests: list[Message] = []
-        handling: dict[int, list[Message]] = {}
-        for row in rows:
-            m = message_from_row(row)
-            if m.direction == "client_to_server":
-                requests.append(m)
-                handling.setdefault(m.seq, [])
-            else:
-                handling.setdefault(m.context_seq, []).append(m)  # type: ignore[arg-type]
+            "AND direction = 'client_to_server'",
+            (session.id, method, match_key),
+        )]
         requests.sort(key=lambda m: m.seq)
-        for found in handling.values():
-            found.sort(key=lambda m: m.seq)
+        handling: dict[int, list[Message]] = {m.seq: [] for m in requests}
+        if not requests:
+            return requests, handling
+        seqs = list(handling)
+        for lo in range(0, len(seqs), 500):  # SQLite's limit on parameters is far above 500
+            part = seqs[lo:lo + 500]
+            for row in self._conn.execute(
+                f"SELECT {self._cols} FROM messages INDEXED BY messages_by_context "
+                "WHERE session_id = ? AND direction = 'server_to_client' "
+                f"AND context_seq IN ({', '.join('?' * len(part))}) ORDER BY seq",
+                (session.id, *part),
+            ):
+                m = message_from_row(row)
+                handling[m.context_seq].append(m)  # type: ignore[index]
+        return requests, handling
+
+    def window(self, session: Session, lo: int, hi: int
+               ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """The client's requests recorded at seqs ``lo`` to ``hi - 1``, and what the server sent
+        while handling them (whenever it sent it): two indexed range reads. Rows come in
+        ``MESSAGE_FIELDS`` order, to become ``Message``s only when used."""
+        requests = self._conn.execute(
+            f"SELECT {self._cols} FROM messages WHERE session_id = ? AND seq >= ? AND seq < ? "
+            "AND kind = 'request' AND direction = 'client_to_server' ORDER BY seq",
+            (session.id, lo, hi),
+        ).fetchall()
+        handling = self._conn.execute(
+            f"SELECT {self._cols} FROM messages INDEXED BY messages_by_context "
+            "WHERE session_id = ? AND context_seq >= ? AND context_seq < ? "
+            "AND direction = 'server_to_client' ORDER BY seq",
+            (session.id, lo, hi),
+        ).fetchall()
         return requests, handling
 
     def requests(self, session: Session, method: str) -> list[Message]:
@@ -564,6 +587,18 @@ class Cassette:
             (session.id, after_seq),
         ).fetchone()
         return message_from_row(row) if row else None
+
+    def has_requests(self, session: Session) -> bool:
+        """Whether the client sent any request in this session (one index look-up)."""
+        return self._conn.execute(
+            "SELECT 1 FROM messages INDEXED BY messages_by_match WHERE session_id = ? "
+            "AND kind = 'request' AND direction = 'client_to_server' LIMIT 1", (session.id,),
+        ).fetchone() is not None
+
+    def has_messages(self, session: Session) -> bool:
+        return self._conn.execute(
+            "SELECT 1 FROM messages WHERE session_id = ? LIMIT 1", (session.id,),
+        ).fetchone() is not None
 
     def count_requests(self, session: Session) -> int:
         return int(self._conn.execute(

@@ -35,10 +35,10 @@ class SessionChoice:
     def remaining(self) -> int:
         return len(self._candidates)
 
-    def match(self, obj: dict[str, Any]) -> Match:
+    def match(self, obj: dict[str, Any], *, has_meta: bool = True) -> Match:
         """The recorded request for ``obj`` in the preferred candidate that has one."""
         if len(self._candidates) == 1:
-            return self.matcher.match(obj)
+            return self.matcher.match(obj, has_meta=has_meta)
         candidates = self._candidates
         if obj.get("method") == "initialize":
             same = [c for c in candidates if self._same_initialize(c[0], obj)]
@@ -47,7 +47,7 @@ class SessionChoice:
         first_error: NoMatchError | None = None
         for s, m in candidates:
             try:
-                survivors.append((s, m, m.match(obj)))
+                survivors.append((s, m, m.match(obj, has_meta=has_meta)))
             except NoMatchError as e:
                 first_error = first_error or e
         if not survivors:

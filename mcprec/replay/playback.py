@@ -252,7 +252,7 @@ class Playback:
         if c.kind == wire.REQUEST:
             redacted = self._redactor.redact(raw)
             match_obj = c.obj if redacted == raw else wire.classify(redacted).obj
-            self._request(c.obj, match_obj)
+            self._request(c.obj, match_obj, b'"_meta"' in redacted)
         elif c.kind == wire.NOTIFICATION:
             self._notification(c.obj)
         elif c.kind in (wire.RESPONSE, wire.ERROR):
@@ -294,13 +294,14 @@ class Playback:
 
     # --- requests ---------------------------------------------------------------------------
 
-    def _request(self, obj: dict[str, Any], match_obj: dict[str, Any]) -> None:
+    def _request(self, obj: dict[str, Any], match_obj: dict[str, Any],
+                 has_meta: bool = True) -> None:
         started = self._now()
         self.stats.requests += 1
         rid = obj.get("id")
         key = wire.id_text(rid)
         try:
-            found = self.choice.match(match_obj)
+            found = self.choice.match(match_obj, has_meta=has_meta)
         except NoMatchError as e:
             self._unmatched(obj, e)
             return
@@ -795,34 +796,30 @@ def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def replayable(cassette: Cassette, session: Session) -> bool:
-    """Whether a session has client requests to answer."""
-    return session.message_count > 0 and cassette.count_requests(session) > 0
-
-
 def check_replayable(cassette: Cassette, session: Session) -> None:
     """Refuse sessions with nothing to replay, with a message that says so."""
-    if session.message_count == 0:
+    if cassette.has_requests(session):
+        return
+    if not cassette.has_messages(session):
         raise ReplayError(
             f"session {session.name!r} in {cassette.path} recorded no messages; nothing to replay "
             "(record it again, or pick another with --session)"
         )
-    if cassette.count_requests(session) == 0:
-        raise ReplayError(
-            f"session {session.name!r} in {cassette.path} holds no client requests to answer"
-        )
+    raise ReplayError(
+        f"session {session.name!r} in {cassette.path} holds no client requests to answer"
+    )
 
 
 def candidates(cassette: Cassette, session: str | None) -> list[Session]:
     """The recorded sessions a replay may serve: the one named, or every replayable session
     (verify runs left out), the latest first. Raises the usual errors when there is none."""
     if session is not None:
-        s = cassette.session(session)
+        s = cassette.session(session, stats=False)
         check_replayable(cassette, s)
         return [s]
-    every = cassette.sessions_latest_first()
+    every = cassette.sessions_latest_first(stats=False)
     references = [s for s in every if "verify_of" not in s.tags]
-    found = [s for s in (references or every) if replayable(cassette, s)]
+    found = [s for s in (references or every) if cassette.has_requests(s)]
     if not found:
-        check_replayable(cassette, cassette.session(None))  # raises the one-line reason
-    return found or [cassette.session(None)]
+        check_replayable(cassette, cassette.session(None, stats=False))  # the one-line reason
+    return found

@@ -1,0 +1,60 @@
+"""Look-ups read recorded traffic ahead in windows: a request is found wherever it lies, and
+identical requests are answered in recorded order across windows, in a real cassette."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcprec import wire
+from mcprec.cassette import Cassette, open_session_writer
+from mcprec.matching import WINDOW, Matcher
+
+
+def req(i: int, name: str) -> bytes:
+    return wire.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                       "params": {"name": name}})
+
+
+def ans(i: int, text: str) -> bytes:
+    return wire.dumps({"jsonrpc": "2.0", "id": i, "result": {"text": text}})
+
+
+@pytest.fixture(scope="module")
+def cassette(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """'same' three times (early, past the first window, past the second); 'late' once, far
+    past the first window; filler between."""
+    path = tmp_path_factory.mktemp("windows") / "w.db"
+    w = open_session_writer(path, "s", transport="stdio", target=["x"])
+    plan = ["same"] + ["filler"] * WINDOW + ["same"] + ["filler"] * WINDOW + ["late", "same"]
+    for i, name in enumerate(plan):
+        w.message(wire.CLIENT_TO_SERVER, req(i, name if name != "filler" else f"f{i}"), i * 10)
+        w.message(wire.SERVER_TO_CLIENT, ans(i, f"{name} {i}"), i * 10 + 5)
+    w.close()
+    return path
+
+
+def answer_text(m: Matcher, name: str) -> Any:
+    found = m.match({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name}})
+    return m.handling(found.request.seq)[-1].json["result"]["text"], found.repeated
+
+
+def test_identical_requests_across_windows_come_in_recorded_order(cassette: Path) -> None:
+    """The three recorded 'same' answers come in order, then the last repeats."""
+    with Cassette.open(cassette) as c:
+        m = Matcher(c, c.session("s"))
+        got = [answer_text(m, "same") for _ in range(4)]
+    n = WINDOW
+    assert got == [("same 0", False), (f"same {n + 1}", False),
+                   (f"same {2 * n + 3}", False), (f"same {2 * n + 3}", True)]
+
+
+def test_request_far_past_the_read_windows_is_found(cassette: Path) -> None:
+    """A request recorded beyond the windows read so far is found by its own look-up."""
+    with Cassette.open(cassette) as c:
+        m = Matcher(c, c.session("s"))
+        assert answer_text(m, "late") == (f"late {2 * WINDOW + 2}", False)
+        assert answer_text(m, "same")[0] == "same 0"
+        assert answer_text(m, "f5")[0] == "filler 5"
