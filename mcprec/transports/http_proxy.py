@@ -23,11 +23,11 @@ from urllib.parse import urlsplit
 import orjson
 
 from .. import wire
-from ..cassette.process import ProcessSessionWriter, RecorderProcess
-from ..cassette.process import create_recorded_session
-from ..naming import proxy_session_name
+from ..cassette.process import ProcessSessionWriter
 from ..redact import Redactor, redact_headers
 from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
+from .http_recordings import ProxyRecordings
+from .http_routing import SessionRouter
 from .http_serve import BodyTooLarge, ClientGone, header, read_body, send_simple
 from .http_upstream import Upstream, UpstreamError, UpstreamResponse, UpstreamTimeout
 from .sse import SSEParser
@@ -46,6 +46,16 @@ class AbortStream(Exception):
 
 def _jsonrpc_error_body(rid: Any, message: str) -> bytes:
     return orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": message}})
+
+
+def _client_messages(body: bytes) -> list[tuple[Any, bytes]]:
+    """The client messages a request body carries, each parsed and as its bytes."""
+    if not body:
+        return []
+    c = wire.classify(body)
+    if c.kind == wire.BATCH:
+        return [(item, wire.dumps(item)) for item in c.obj]
+    return [(c.obj, body)]
 
 
 class RecordingProxy:
@@ -71,22 +81,19 @@ class RecordingProxy:
         self.upstream_origin = f"{parts.scheme}://{parts.netloc}"
         self.upstream_netloc = parts.netloc
         self.path = parts.path or "/"
-        self.cassette_path = cassette
-        self.session_name = session
-        self.tags = tags or {}
         self.timeout = timeout
         self.max_body = max_body
-        self.redact = redact
         self.listen_origin = ""  # set once bound, to rewrite legacy endpoint URLs
         self._client: Upstream | None = None
-        self._writers: dict[str, ProcessSessionWriter] = {}
-        self._legacy: dict[str, ProcessSessionWriter] = {}
-        self._sessionless: ProcessSessionWriter | None = None
-        self._all: list[ProcessSessionWriter] = []
-        self._recorder: RecorderProcess | None = None  # every writer made, so that none is left open
+        self._recordings = ProxyRecordings(cassette, target, session=session, tags=tags,
+                                           redact=redact)
+        self._router = SessionRouter(self._recordings.open)
         self._exchanges = itertools.count(1)
-        self._count = 0
-        self.sessions: list[str] = []
+
+    @property
+    def sessions(self) -> list[str]:
+        """The names of the cassette sessions recorded so far."""
+        return self._recordings.names
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -96,32 +103,11 @@ class RecordingProxy:
         return self._client
 
     async def aclose(self) -> None:
-        for w in self._all:  # close() is idempotent
-            w.close(status="complete")
-        self._all.clear()
-        if self._recorder is not None:  # every session's last frames, then wait for commits
-            self._recorder.end_input()
-            await asyncio.to_thread(self._recorder.wait)
-        self._writers.clear()
-        self._legacy.clear()
-        self._sessionless = None
+        """End every session, wait until all is committed, and close upstream connections."""
+        await self._recordings.aclose()
+        self._router.clear()
         if self._client is not None:
             await self._client.aclose()
-
-    def _new_writer(self, transport: str) -> ProcessSessionWriter:
-        self._count += 1
-        name = proxy_session_name(self.target, self.session_name, self._count)
-        if self._recorder is None:  # one recorder process for every session of this proxy
-            self._recorder = RecorderProcess(
-                self.cassette_path,
-                rules=self.redact.rules.to_dict() if self.redact is not None else {"off": True})
-        session = create_recorded_session(
-            self.cassette_path, name, transport=transport, target=self.target, tags=self.tags,
-            redact=self.redact, recorder_pid=self._recorder.pid)
-        writer = ProcessSessionWriter(self._recorder, session, own=False)
-        self.sessions.append(name)
-        self._all.append(writer)
-        return writer
 
     # --- ASGI -------------------------------------------------------------------------------
 
@@ -161,7 +147,9 @@ class RecordingProxy:
         sid = header(scope, b"mcp-session-id")
         exchange = next(self._exchanges)
         req_headers = [(k, v) for k, v in scope["headers"] if k not in HOP_BY_HOP]
-        writer, messages, fresh = self._route_request(method, sid, target_path, body)
+        messages = _client_messages(body)
+        is_init = any(isinstance(o, dict) and o.get("method") == "initialize" for o, _ in messages)
+        writer, fresh = self._router.request(method, sid, target_path, is_init)
         meta = {"exchange": exchange, "method": method, "path": target_path,
                 "headers": _redacted_headers(req_headers)}
         first_request_id = None
@@ -178,62 +166,21 @@ class RecordingProxy:
         except UpstreamTimeout as e:
             await self._upstream_failed(send, writer, exchange, 504, f"upstream timed out: {e}",
                                         first_request_id)
-            await self._settle_fresh(writer, fresh, None)
+            self._router.settle(writer, fresh)
             return
         except UpstreamError as e:
             await self._upstream_failed(
                 send, writer, exchange, 502,
                 f"upstream {self.upstream_origin} unreachable: {type(e).__name__}: {e}",
                 first_request_id)
-            await self._settle_fresh(writer, fresh, None)
+            self._router.settle(writer, fresh)
             return
         try:
             await self._relay(scope, receive, send, resp, writer, exchange, sid,
                               first_request_id, method, fresh)
         finally:
             await resp.aclose()
-            await self._settle_fresh(writer, fresh, resp.status_code)
-
-    async def _settle_fresh(self, writer: ProcessSessionWriter | None, fresh: bool,
-                            status: int | None) -> None:
-        """After the exchange that opened a session (an ``initialize`` without a session id):
-        a session id in the answer made it that MCP session's (in ``_relay``); a 2xx answer
-        without one comes from a stateless server, whose later requests carry no session id
-        either, so they are recorded in it (``_relay`` made it the sessionless session); an
-        error answer, or none, ends it here rather than leaving it open and incomplete."""
-        if not fresh or writer is None or writer is self._sessionless:
-            return
-        if any(w is writer for w in self._writers.values()):
-            return
-        writer.close(status="complete")
-
-    def _route_request(self, method: str, sid: str | None, target_path: str, body: bytes
-                       ) -> tuple[ProcessSessionWriter | None, list[tuple[Any, bytes]], bool]:
-        """Which cassette session a request belongs to, the client messages it carries, and
-        whether the session is a new one this request (an ``initialize``) opens."""
-        messages: list[tuple[Any, bytes]] = []
-        if body:
-            c = wire.classify(body)
-            if c.kind == wire.BATCH:
-                messages = [(item, wire.dumps(item)) for item in c.obj]
-            else:
-                messages = [(c.obj, body)]
-        legacy = self._legacy.get(target_path)
-        if legacy is not None:
-            return legacy, messages, False
-        if sid is not None:
-            writer = self._writers.get(sid)
-            if writer is None and method != "DELETE":
-                writer = self._writers[sid] = self._new_writer("http")
-            return writer, messages, False
-        if method == "GET":
-            return None, messages, False  # legacy SSE, or a sessionless GET: per the response
-        is_init = any(isinstance(o, dict) and o.get("method") == "initialize" for o, _ in messages)
-        if is_init:
-            return self._new_writer("http"), messages, True
-        if self._sessionless is None:
-            self._sessionless = self._new_writer("http")
-        return self._sessionless, messages, False
+            self._router.settle(writer, fresh)
 
     def _upstream_headers(self, req_headers: list[tuple[bytes, bytes]], body: bytes
                           ) -> list[tuple[bytes, bytes]]:
@@ -260,11 +207,8 @@ class RecordingProxy:
     async def _relay(self, scope: dict[str, Any], receive: Any, send: Any, resp: UpstreamResponse,
                      writer: ProcessSessionWriter | None, exchange: int, sid: str | None,
                      rid: str | None, method: str, fresh: bool = False) -> None:
-        new_sid = resp.headers.get("mcp-session-id")
-        if new_sid and writer is not None and new_sid not in self._writers:
-            self._writers[new_sid] = writer
-        elif fresh and writer is not None and 200 <= resp.status_code < 300:
-            self._sessionless = writer  # a stateless server: see _settle_fresh
+        self._router.answered(writer, fresh, resp.headers.get("mcp-session-id"),
+                              resp.status_code)
         content_type = resp.headers.get("content-type", "")
         is_sse = content_type.startswith("text/event-stream")
         resp_headers = [(k, v) for k, v in resp.headers.raw if k.lower() not in HOP_BY_HOP]
@@ -277,9 +221,7 @@ class RecordingProxy:
         }
         if method == "DELETE":
             await self._send_whole(send, resp, resp_headers)
-            w = self._writers.pop(sid, None) if sid else None
-            if w is not None and 200 <= resp.status_code < 300:
-                w.close(status="complete")
+            self._router.deleted(sid, resp.status_code)
             return
         if not is_sse:
             body = await self._send_whole(send, resp, resp_headers)
@@ -309,10 +251,8 @@ class RecordingProxy:
                 # the last chunk ends the response in the same write, when it is known to be last
                 ended = resp.at_end
                 await send({"type": "http.response.body", "body": chunk, "more_body": not ended})
-                if writer is None:
-                    if method == "GET" and sid is None and self._sessionless is None:
-                        self._sessionless = self._new_writer("http")
-                    writer = self._sessionless
+                if writer is None:  # a GET without session id, not a legacy stream
+                    writer = self._router.sessionless()
                 for ev in events:
                     if ev.event == "endpoint" or writer is None or not ev.data:
                         # an event without data (e.g. the priming event of 2025-11-25: an id and
@@ -357,7 +297,7 @@ class RecordingProxy:
             parts = urlsplit(endpoint)
             key = parts.path + (f"?{parts.query}" if parts.query else "")
             # the endpoint event is transport plumbing, not an MCP message: not recorded as one
-            writer = self._legacy[key] = self._new_writer("sse")
+            writer = self._router.legacy_stream(key)
             return chunk, writer
         return chunk, writer
 

@@ -1,0 +1,57 @@
+"""The recording proxy's cassette sessions, from the first to the last commit.
+
+Each MCP session the proxy sees becomes a cassette session, created (named, its row written) the
+moment it is first seen. All of them are written by one recorder process, started with the first
+session; closing ends every session still open and waits until the recorder has committed all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from ..cassette.process import ProcessSessionWriter, RecorderProcess, create_recorded_session
+from ..naming import proxy_session_name
+from ..redact import Redactor
+
+
+class ProxyRecordings:
+    """The sessions recorded through one proxy into one cassette."""
+
+    def __init__(self, cassette: str | os.PathLike[str], target: str, *,
+                 session: str | None = None, tags: dict[str, str] | None = None,
+                 redact: Redactor | None = None) -> None:
+        self.cassette_path = cassette
+        self.target = target
+        self.session_name = session
+        self.tags = tags or {}
+        self.redact = redact
+        self.names: list[str] = []
+        self._count = 0  # sessions tried: a name that failed is not offered again
+        self._all: list[ProcessSessionWriter] = []  # every writer made, so that none is left open
+        self._recorder: RecorderProcess | None = None
+
+    def open(self, transport: str) -> ProcessSessionWriter:
+        """A new session (``transport`` is ``http``, or ``sse`` for the legacy transport)."""
+        self._count += 1
+        name = proxy_session_name(self.target, self.session_name, self._count)
+        if self._recorder is None:  # one recorder process for every session of this proxy
+            self._recorder = RecorderProcess(
+                self.cassette_path,
+                rules=self.redact.rules.to_dict() if self.redact is not None else {"off": True})
+        session = create_recorded_session(
+            self.cassette_path, name, transport=transport, target=self.target, tags=self.tags,
+            redact=self.redact, recorder_pid=self._recorder.pid)
+        writer = ProcessSessionWriter(self._recorder, session, own=False)
+        self.names.append(name)
+        self._all.append(writer)
+        return writer
+
+    async def aclose(self) -> None:
+        """End every session still open and wait until everything is committed."""
+        for w in self._all:  # close() is idempotent
+            w.close(status="complete")
+        self._all.clear()
+        if self._recorder is not None:  # every session's last frames, then wait for commits
+            self._recorder.end_input()
+            await asyncio.to_thread(self._recorder.wait)

@@ -1,0 +1,87 @@
+"""Which cassette session an HTTP exchange through the recording proxy belongs to.
+
+Streamable HTTP names its MCP session in the ``Mcp-Session-Id`` header, which the server hands
+out in its answer to ``initialize``; a stateless server hands out none, and all its sessionless
+traffic goes to one session. The legacy HTTP+SSE transport has one session per SSE stream, whose
+first event names the endpoint the client then POSTs to. The router only decides; the proxy
+relays, and ``open_session`` creates sessions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..cassette.process import ProcessSessionWriter
+
+Writer = ProcessSessionWriter
+
+
+class SessionRouter:
+    """The cassette sessions of one proxy by MCP session id, legacy endpoint, or none."""
+
+    def __init__(self, open_session: Callable[[str], Writer]) -> None:
+        self._open = open_session
+        self._by_id: dict[str, Writer] = {}
+        self._legacy: dict[str, Writer] = {}
+        self._sessionless: Writer | None = None
+
+    def request(self, method: str, sid: str | None, target_path: str, is_init: bool
+                ) -> tuple[Writer | None, bool]:
+        """The session a request belongs to (None: decided by the response), and whether it
+        is a new one this request (an ``initialize`` without a session id) opens."""
+        legacy = self._legacy.get(target_path)
+        if legacy is not None:
+            return legacy, False
+        if sid is not None:
+            writer = self._by_id.get(sid)
+            if writer is None and method != "DELETE":
+                writer = self._by_id[sid] = self._open("http")
+            return writer, False
+        if method == "GET":
+            return None, False  # legacy SSE, or a sessionless GET: per the response
+        if is_init:
+            return self._open("http"), True
+        return self.sessionless(), False
+
+    def answered(self, writer: Writer | None, fresh: bool, new_sid: str | None,
+                 status: int) -> None:
+        """The answer to a request has begun: a new session id names the session the request
+        opened; a 2xx answer to an opening request without one comes from a stateless server."""
+        if new_sid and writer is not None and new_sid not in self._by_id:
+            self._by_id[new_sid] = writer
+        elif fresh and writer is not None and 200 <= status < 300:
+            self._sessionless = writer  # a stateless server: see settle
+
+    def settle(self, writer: Writer | None, fresh: bool) -> None:
+        """After the exchange that opened a session (an ``initialize`` without a session id):
+        a session id in the answer made it that MCP session's; a 2xx answer without one comes
+        from a stateless server, whose later requests carry no session id either, so they are
+        recorded in it (it became the sessionless session); an error answer, or none, ends it
+        here rather than leaving it open and incomplete."""
+        if not fresh or writer is None or writer is self._sessionless:
+            return
+        if any(w is writer for w in self._by_id.values()):
+            return
+        writer.close(status="complete")
+
+    def deleted(self, sid: str | None, status: int) -> None:
+        """A DELETE was answered: a 2xx answer ends the session."""
+        w = self._by_id.pop(sid, None) if sid else None
+        if w is not None and 200 <= status < 300:
+            w.close(status="complete")
+
+    def sessionless(self) -> Writer:
+        """The session of traffic that names none (opened when first needed)."""
+        if self._sessionless is None:
+            self._sessionless = self._open("http")
+        return self._sessionless
+
+    def legacy_stream(self, endpoint: str) -> Writer:
+        """A new legacy SSE stream named ``endpoint`` (path and query) for its POSTs."""
+        writer = self._legacy[endpoint] = self._open("sse")
+        return writer
+
+    def clear(self) -> None:
+        self._by_id.clear()
+        self._legacy.clear()
+        self._sessionless = None
