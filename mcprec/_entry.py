@@ -8,25 +8,37 @@ import sys
 from .errors import McprecError
 
 
+# options whose default the fast path may be given explicitly
+_DEFAULTS = frozenset({("-m", "none"), ("--mode", "none"), ("--timing", "none"),
+                       ("--repeat", "last")})
+
+
 def _fast_replay(args: list[str]) -> int | None:
-    """``mcprec replay CASSETTE [-s NAME] [--report FILE]``, the form test suites launch most,
-    without loading click: every test pays the start-up. Anything else returns None and goes
-    through the full command line."""
+    """``mcprec replay CASSETTE [-s NAME] [--report FILE] [--allow-unmatched]``, the form test
+    suites launch most, without loading click: every test pays the start-up. Anything else
+    returns None and goes through the full command line (tests/test_entry.py checks that both
+    give the same exit codes and messages)."""
     if os.environ.get("MCPREC_MODE", "none") != "none" or not args or args[0].startswith("-"):
         return None
     cassette, rest = args[0], args[1:]
-    session, report = os.environ.get("MCPREC_SESSION"), None
+    if os.path.isdir(cassette):
+        return None  # the full command line says so, as a usage error
+    session, report, allow = os.environ.get("MCPREC_SESSION"), None, False
     while rest:
         if len(rest) >= 2 and rest[0] in ("-s", "--session"):
             session, rest = rest[1], rest[2:]
         elif len(rest) >= 2 and rest[0] == "--report":
             report, rest = rest[1], rest[2:]
+        elif len(rest) >= 2 and (rest[0], rest[1]) in _DEFAULTS:
+            rest = rest[2:]  # a default said out loud
+        elif rest[0] == "--allow-unmatched":
+            allow, rest = True, rest[1:]
         else:
             return None
     from .replay import replay_stdio
 
     try:
-        return replay_stdio(cassette, session=session, report=report)
+        return replay_stdio(cassette, session=session, report=report, allow_unmatched=allow)
     except McprecError as e:
         print(f"mcprec: {e}", file=sys.stderr)
         return e.exit_code

@@ -206,13 +206,15 @@ def _timing(value: str) -> float | None:
               help="With --http: the endpoint path to announce.")
 @click.option("--allow-origin", "allow_origin", multiple=True, metavar="ORIGIN",
               help="With --http: an Origin to accept besides local ones (repeatable).")
+@click.option("--allow-unmatched", is_flag=True,
+              help="Exit 0 even when a request had no recorded match (by default: exit 3).")
 @redaction_options
 @click.argument("server", nargs=-1, type=click.UNPROCESSED)
 def replay(cassette: str, session: str | None, mode: str, timing: str, strict_order: bool,
            ignore: tuple[str, ...], repeat: str, report: str | None, http: bool, listen: str,
-           url_path: str, allow_origin: tuple[str, ...], redact_paths: tuple[str, ...],
-           redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...],
-           server: tuple[str, ...]) -> None:
+           url_path: str, allow_origin: tuple[str, ...], allow_unmatched: bool,
+           redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
+           redact_patterns: tuple[str, ...], server: tuple[str, ...]) -> None:
     """Serve a recorded session from CASSETTE as a stdio MCP server.
 
     Launch `mcprec replay CASSETTE` wherever the client would launch the real server. Requests
@@ -234,9 +236,11 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, strict_or
 
         sys.exit(replay_http(cassette, session=session, listen=listen, path=url_path,
                              options=options, timing=_timing(timing), report=report,
-                             allowed_origins=allow_origin, redact=redactor))
+                             allowed_origins=allow_origin, redact=redactor,
+                             allow_unmatched=allow_unmatched))
     code = replay_stdio(cassette, session=session, mode=mode, server=list(server),
-                        options=options, timing=_timing(timing), report=report, redact=redactor)
+                        options=options, timing=_timing(timing), report=report, redact=redactor,
+                        allow_unmatched=allow_unmatched)
     sys.exit(code)
 
 

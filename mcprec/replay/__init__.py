@@ -84,10 +84,13 @@ def replay_stdio(
     timing: float | None = None,
     report: str | os.PathLike[str] | None = None,
     redact: Any = None,
+    allow_unmatched: bool = False,
 ) -> int:
     """Serve a recorded session on this process's stdin/stdout (or record it, per ``mode``).
 
-    Returns the exit code: 0, or the server's exit code when the mode meant recording.
+    Returns the exit code: 0; ``UNMATCHED_EXIT`` when a request had no recorded match (unless
+    ``allow_unmatched``); the recorded server's exit code when the recording ends with it; the
+    server's exit code when the mode meant recording.
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -152,7 +155,27 @@ def replay_stdio(
             _write_report(report, [engine])
     finally:
         c.close()
-    return _exit_status(engine.exit_code) if engine.exit_code is not None else 0
+    if engine.exit_code is not None:
+        return _exit_status(engine.exit_code)
+    return _unmatched_status([engine], allow_unmatched)
+
+
+UNMATCHED_EXIT = 3
+
+
+def _unmatched_status(engines: list[Any], allow: bool) -> int:
+    """``UNMATCHED_EXIT`` with a one-line summary when any request went unmatched: a client
+    that swallowed the error must not pass unnoticed."""
+    missed = [u for e in engines for u in e.stats.unmatched]
+    if not missed:
+        return 0
+    first = missed[0]
+    n = len(missed)
+    print(f"mcprec: {n} request{'s' if n > 1 else ''} had no recorded match (the first: "
+          f"id={first.get('id')} {first.get('method')}); "
+          + ("--allow-unmatched: exit 0" if allow else
+             f"exit {UNMATCHED_EXIT} (--allow-unmatched to exit 0)"), file=sys.stderr, flush=True)
+    return 0 if allow else UNMATCHED_EXIT
 
 
 def _server_stderr(line: str) -> None:
@@ -190,6 +213,7 @@ def replay_http(
     allowed_origins: Sequence[str] = (),
     on_ready: Any = None,
     redact: Any = None,
+    allow_unmatched: bool = False,
 ) -> int:
     """Serve a recorded session over Streamable HTTP (and legacy HTTP+SSE at ``/sse``) until
     SIGINT/SIGTERM. Prints the URL on stdout once listening (port 0 picks a free port)."""
@@ -223,4 +247,4 @@ def replay_http(
             _write_report(report, app.engines())
     finally:
         c.close()
-    return 0
+    return _unmatched_status(app.engines(), allow_unmatched)
