@@ -43,7 +43,7 @@ def server_slug(argv: Sequence[str]) -> str:
 
 
 def host_slug(url: str) -> str:
-    """The host of an HTTP target, for a name: ``http://api.example.com/mcp`` -> ``api-example-com``."""
+    """The host of an HTTP target: ``http://api.example.com/mcp`` -> ``api-example-com``."""
     return (urlsplit(url).hostname or "http").replace(".", "-")
 
 

@@ -23,13 +23,13 @@ from urllib.parse import urlsplit
 import orjson
 
 from .. import wire
-from ..cassette.process import ProcessSessionWriter
 from ..redact import Redactor, redact_headers
 from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from .http_recordings import ProxyRecordings
 from .http_routing import SessionRouter
 from .http_serve import BodyTooLarge, ClientGone, header, read_body, send_simple
 from .http_upstream import Upstream, UpstreamError, UpstreamResponse, UpstreamTimeout
+from .recording import SessionRecording
 from .sse import SSEParser
 
 HOP_BY_HOP = frozenset({
@@ -193,7 +193,7 @@ class RecordingProxy:
             out.append((k, v))
         return out
 
-    async def _upstream_failed(self, send: Any, writer: ProcessSessionWriter | None, exchange: int,
+    async def _upstream_failed(self, send: Any, writer: SessionRecording | None, exchange: int,
                                status: int, message: str, rid: str | None) -> None:
         text = f"mcprec: {message}"
         body = _jsonrpc_error_body(orjson.loads(rid) if rid else None, text)
@@ -205,7 +205,7 @@ class RecordingProxy:
         await send_simple(send, status, body)
 
     async def _relay(self, scope: dict[str, Any], receive: Any, send: Any, resp: UpstreamResponse,
-                     writer: ProcessSessionWriter | None, exchange: int, sid: str | None,
+                     writer: SessionRecording | None, exchange: int, sid: str | None,
                      rid: str | None, method: str, fresh: bool = False) -> None:
         self._router.answered(writer, fresh, resp.headers.get("mcp-session-id"),
                               resp.status_code)
@@ -283,8 +283,8 @@ class RecordingProxy:
         if not gone.is_set() and not ended:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    def _legacy_endpoint(self, chunk: bytes, events: list[Any], writer: ProcessSessionWriter | None
-                         ) -> tuple[bytes, ProcessSessionWriter | None]:
+    def _legacy_endpoint(self, chunk: bytes, events: list[Any], writer: SessionRecording | None
+                         ) -> tuple[bytes, SessionRecording | None]:
         """On a legacy SSE stream, the first event names the POST endpoint: start a session for
         it, and point absolute endpoint URLs at the proxy instead of the upstream."""
         for ev in events:
@@ -301,7 +301,8 @@ class RecordingProxy:
             return chunk, writer
         return chunk, writer
 
-    async def _send_whole(self, send: Any, resp: UpstreamResponse, headers: list[tuple[bytes, bytes]]) -> bytes:
+    async def _send_whole(self, send: Any, resp: UpstreamResponse,
+                          headers: list[tuple[bytes, bytes]]) -> bytes:
         body = await resp.aread()  # as sent: content coding kept
         await send({"type": "http.response.start", "status": resp.status_code,
                     "headers": [*headers, (b"content-length", str(len(body)).encode())]})

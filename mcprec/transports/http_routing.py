@@ -11,22 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..cassette.process import ProcessSessionWriter
-
-Writer = ProcessSessionWriter
+from .recording import SessionRecording
 
 
 class SessionRouter:
     """The cassette sessions of one proxy by MCP session id, legacy endpoint, or none."""
 
-    def __init__(self, open_session: Callable[[str], Writer]) -> None:
+    def __init__(self, open_session: Callable[[str], SessionRecording]) -> None:
         self._open = open_session
-        self._by_id: dict[str, Writer] = {}
-        self._legacy: dict[str, Writer] = {}
-        self._sessionless: Writer | None = None
+        self._by_id: dict[str, SessionRecording] = {}
+        self._legacy: dict[str, SessionRecording] = {}
+        self._sessionless: SessionRecording | None = None
 
     def request(self, method: str, sid: str | None, target_path: str, is_init: bool
-                ) -> tuple[Writer | None, bool]:
+                ) -> tuple[SessionRecording | None, bool]:
         """The session a request belongs to (None: decided by the response), and whether it
         is a new one this request (an ``initialize`` without a session id) opens."""
         legacy = self._legacy.get(target_path)
@@ -43,7 +41,7 @@ class SessionRouter:
             return self._open("http"), True
         return self.sessionless(), False
 
-    def answered(self, writer: Writer | None, fresh: bool, new_sid: str | None,
+    def answered(self, writer: SessionRecording | None, fresh: bool, new_sid: str | None,
                  status: int) -> None:
         """The answer to a request has begun: a new session id names the session the request
         opened; a 2xx answer to an opening request without one comes from a stateless server."""
@@ -52,7 +50,7 @@ class SessionRouter:
         elif fresh and writer is not None and 200 <= status < 300:
             self._sessionless = writer  # a stateless server: see settle
 
-    def settle(self, writer: Writer | None, fresh: bool) -> None:
+    def settle(self, writer: SessionRecording | None, fresh: bool) -> None:
         """After the exchange that opened a session (an ``initialize`` without a session id):
         a session id in the answer made it that MCP session's; a 2xx answer without one comes
         from a stateless server, whose later requests carry no session id either, so they are
@@ -70,13 +68,13 @@ class SessionRouter:
         if w is not None and 200 <= status < 300:
             w.close(status="complete")
 
-    def sessionless(self) -> Writer:
+    def sessionless(self) -> SessionRecording:
         """The session of traffic that names none (opened when first needed)."""
         if self._sessionless is None:
             self._sessionless = self._open("http")
         return self._sessionless
 
-    def legacy_stream(self, endpoint: str) -> Writer:
+    def legacy_stream(self, endpoint: str) -> SessionRecording:
         """A new legacy SSE stream named ``endpoint`` (path and query) for its POSTs."""
         writer = self._legacy[endpoint] = self._open("sse")
         return writer

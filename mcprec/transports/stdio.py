@@ -2,7 +2,8 @@
 
 Forwarding uses asyncio's non-blocking pipe transports directly: each chunk is written on the
 moment it is read (no line buffering, no parsing, no reordering); the same chunks go to the
-recorder, which cuts them into messages elsewhere (in its own process, for ``mcprec record``).
+session's recording (``recording.SessionRecording``), which cuts them into messages elsewhere
+(in a recorder process of its own, for ``mcprec record``).
 Back-pressure is passed through: when one side stops reading, we stop reading from the other.
 """
 
@@ -19,39 +20,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import ServerStartError
 from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
+from .recording import NullRecording, SessionRecording
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-class Recorder(Protocol):
-    """What the tap reports to: the raw chunks of each stream, as read (the recorder cuts them
-    into messages). ``ProcessSessionWriter`` and ``SessionWriter`` fit."""
-
-    start_ns: int
-
-    def chunk(self, direction: str, data: bytes, t_ns: int) -> None: ...
-
-    def stream_end(self, direction: str) -> None: ...
-
-    def stderr_chunk(self, data: bytes, t_ns: int) -> None: ...
-
-
-class _NullRecorder:
-    def __init__(self) -> None:
-        self.start_ns = time.monotonic_ns()
-
-    def chunk(self, direction: str, data: bytes, t_ns: int) -> None:
-        pass
-
-    def stream_end(self, direction: str) -> None:
-        pass
-
-    def stderr_chunk(self, data: bytes, t_ns: int) -> None:
-        pass
 
 
 # --- our own stdin/stdout as asyncio transports ------------------------------------------------
@@ -324,12 +299,12 @@ class _ChildProto(asyncio.SubprocessProtocol):
 
 
 class StdioTap:
-    """Relays our stdin/stdout to a server process and reports every message to a recorder."""
+    """Relays our stdin/stdout to a server process and reports every chunk to a recording."""
 
     def __init__(
         self,
         argv: Sequence[str],
-        recorder: Recorder | None = None,
+        recording: SessionRecording | None = None,
         *,
         env: dict[str, str] | None = None,
         cwd: str | None = None,
@@ -343,7 +318,7 @@ class StdioTap:
         if not argv:
             raise ServerStartError("no server command given; put it after `--`", exit_code=2)
         self.argv = list(argv)
-        self.recorder = recorder or _NullRecorder()
+        self.recording = recording or NullRecording()
         self.env = env
         self.cwd = cwd
         self.exit_timeout = exit_timeout
@@ -351,7 +326,7 @@ class StdioTap:
         self.client = StdioEnds()
         self._fds = (stdin_fd, stdout_fd, stderr_fd)
         self._before_forward = before_forward
-        self._start = self.recorder.start_ns
+        self._start = self.recording.start_ns
         self._sent_any = False
         self._signals: list[int] = []
         self._exit_handle: asyncio.TimerHandle | None = None
@@ -384,7 +359,7 @@ class StdioTap:
 
     def _server_stderr(self, data: bytes) -> None:
         self._errout.write(data)
-        self.recorder.stderr_chunk(data, time.monotonic_ns() - self._start)
+        self.recording.stderr_chunk(data, time.monotonic_ns() - self._start)
 
     def _start_failed(self) -> None:
         self._errout.close()
@@ -473,10 +448,10 @@ class StdioTap:
         self._stdout_eof = asyncio.Event()
         self._client_closed = False
         self._stdin: Any = None
-        self._chunk = self.recorder.chunk
+        self._chunk = self.recording.chunk
         self._proc = None
-        if hasattr(self.recorder, "set_pressure_callback"):
-            self.recorder.set_pressure_callback(self._pressure)
+        if hasattr(self.recording, "set_pressure_callback"):
+            self.recording.set_pressure_callback(self._pressure)
         self._errout = _StderrPassthrough(stderr_fd)
         # our stdout before the server: what it says at once must have somewhere to go
         await self.client.open_writer(self._pause_server, self._resume_server,
@@ -526,8 +501,8 @@ class StdioTap:
             if self._exit_handle is not None:
                 self._exit_handle.cancel()
             self.client.stop_reading()
-            self.recorder.stream_end(CLIENT_TO_SERVER)
-            self.recorder.stream_end(SERVER_TO_CLIENT)
+            self.recording.stream_end(CLIENT_TO_SERVER)
+            self.recording.stream_end(SERVER_TO_CLIENT)
             await self.client.drain_and_close(timeout=5.0)
             self.client.restore()
             self._errout.close()
