@@ -1,12 +1,15 @@
 """JSON paths: ``$.result.content[*].text``, ``params.arguments.ts``, ``$..timestamp`` (any
 depth), ``$.result._meta['io.example/key']``. A path may go on into a string that holds JSON
 (``$.result.content[0].text.temperature``). Used to ignore parts of messages when matching and
-diffing, and to redact them.
+diffing, and to redact them; every path mcprec prints is written by ``join_key`` here, so it
+parses back to the same place.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Union
 
@@ -72,10 +75,10 @@ def _bracket(m: re.Match[str]) -> Segment:
         return int(m.group(1))
     if m.group(2) is not None:
         return ANY
-    if m.group(4) is not None:  # "double quoted": a JSON string, as the report writes keys
-        try:
-            return str(orjson.loads(f'"{m.group(4)}"'))
-        except orjson.JSONDecodeError:
+    if m.group(4) is not None:  # "double quoted": a JSON string, as join_key writes keys
+        try:  # json, not orjson: it reads back the lone surrogates join_key may write
+            return str(json.loads(f'"{m.group(4)}"'))
+        except ValueError:
             pass
     quoted = m.group(3) if m.group(3) is not None else m.group(4)
     return re.sub(r"\\(.)", r"\1", quoted)
@@ -86,6 +89,32 @@ def _bad(text: str, why: str) -> UsageError:
         f"cannot parse JSON path {text!r}: {why}; write e.g. $.result.content[*].text, "
         "result.structuredContent.timestamp or $..timestamp"
     )
+
+
+# --- writing paths ----------------------------------------------------------------------------
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
+
+
+def join_key(path: str, key: str | int) -> str:
+    """``path`` one step further down: ``params.city``, ``$.content[0]``,
+    ``$.result["io.example/key"]``. A key the dotted form cannot hold (dots, slashes, brackets,
+    ``*``, digits first, empty...) is written as a JSON string in brackets; ``path`` may be
+    ``""`` (the first key then goes without a dot)."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if _PLAIN_KEY.fullmatch(key):
+        return f"{path}.{key}" if path else key
+    # json, not orjson: a key parsed by wire.loads's exact path may hold a lone surrogate
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def format_path(steps: Iterable[str | int], root: str = "$") -> str:
+    """``("result", "content", 0)`` -> ``$.result.content[0]``; ``parse_path`` reads it back."""
+    path = root
+    for step in steps:
+        path = join_key(path, step)
+    return path
 
 
 # --- JSON embedded in strings -----------------------------------------------------------------

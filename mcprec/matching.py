@@ -23,7 +23,7 @@ from . import wire
 from .cassette import Cassette, Message, Session
 from .cassette.store import MESSAGE_FIELDS, message_from_row
 from .errors import NoMatchError
-from .jsonpath import parse_path, plain, remove_paths
+from .jsonpath import join_key, parse_path, plain, remove_paths
 
 CustomMatcher = Callable[[dict[str, Any], dict[str, Any]], bool]
 """``matcher(incoming_request, recorded_request) -> bool``; both are full JSON-RPC objects."""
@@ -75,11 +75,11 @@ def _short(value: Any, width: int = 60) -> str:
 
 
 def differences(recorded: Any, got: Any, path: str = "") -> list[Difference]:
-    """Leaf-level differences between two JSON values."""
+    """Leaf-level differences between two JSON values, each at a path ``--ignore`` takes."""
     if isinstance(recorded, dict) and isinstance(got, dict):
         out: list[Difference] = []
         for k in sorted(set(recorded) | set(got)):
-            p = f"{path}.{k}" if path else k
+            p = join_key(path, k)
             if k not in got:
                 out.append(Difference(p, recorded[k], None, "only_recorded"))
             elif k not in recorded:
@@ -90,7 +90,7 @@ def differences(recorded: Any, got: Any, path: str = "") -> list[Difference]:
     if isinstance(recorded, list) and isinstance(got, list):
         out = []
         for i in range(max(len(recorded), len(got))):
-            p = f"{path}[{i}]"
+            p = join_key(path, i)
             if i >= len(got):
                 out.append(Difference(p, recorded[i], None, "only_recorded"))
             elif i >= len(recorded):

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcprec import wire
+from mcprec import jsonpath, matching, wire
 from mcprec.cassette import Cassette, open_session_writer
+from mcprec.diff import paths as diff_paths
 from mcprec.matching import Matcher, MatchOptions
 from mcprec.redact import PLACEHOLDER, Redactor, Rules
 from mcprec.transports.sse import SSEParser, format_event
@@ -158,3 +159,53 @@ def test_meta_shortcut_gives_the_same_key(p: dict[str, Any]) -> None:
 def test_large_integers_parse_exactly(n: int) -> None:
     """Integers of any size come back exactly (orjson alone rounds those past 64 bits)."""
     assert wire.loads(b'{"n":%d}' % n) == {"n": n}
+
+
+# --- paths: every path mcprec prints parses back to the same place ------------------------------
+
+# any key a JSON object may have: the path syntax's own characters, digits, empty, unicode
+# (lone surrogates too: exact parsing keeps them)
+path_keys = st.one_of(
+    st.text(st.characters(exclude_categories=()), max_size=8),
+    st.text(".[]\"'*$/\\ 0123456789_-aZé", max_size=6),
+    st.sampled_from(["", "*", "..", "io.example/key", "0", "[0]", "a b", "$", "$x", "a\n"]),
+)
+path_steps = st.lists(st.one_of(path_keys, st.integers(0, 10**9)), min_size=1, max_size=6)
+
+
+@given(path_steps, st.sampled_from(["$", ""]))
+def test_written_paths_parse_back(steps: list[str | int], root: str) -> None:
+    """A path written from any keys and indexes parses back to exactly those steps."""
+    assert jsonpath.parse_path(jsonpath.format_path(steps, root)) == tuple(steps)
+
+
+def _at(value: Any, steps: tuple[Any, ...]) -> Any:
+    """What ``steps`` point at in ``value``, going on into strings that hold JSON."""
+    for step in steps:
+        if isinstance(value, str):
+            value = jsonpath.embedded_json(value)
+        value = value[step]
+    return jsonpath.plain(value)
+
+
+path_values = st.recursive(
+    scalars, lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(path_keys, children, max_size=3), max_leaves=12)
+
+
+@given(st.dictionaries(path_keys, path_values, max_size=3),
+       st.dictionaries(path_keys, path_values, max_size=3))
+def test_reported_paths_lead_to_what_differs(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """The paths of replay's no-match report and of the diff point at the values they show."""
+    for d in matching.differences(a, b):
+        steps = jsonpath.parse_path(d.path)
+        if d.kind != "only_got":
+            assert _at(a, steps) == d.recorded
+        if d.kind != "only_recorded":
+            assert _at(b, steps) == d.got
+    for p in diff_paths.differences(a, b):
+        steps = jsonpath.parse_path(p.path)
+        if p.kind != "added":
+            assert _at(a, steps) == jsonpath.plain(p.before)
+        if p.kind != "removed":
+            assert _at(b, steps) == jsonpath.plain(p.after)

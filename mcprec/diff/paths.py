@@ -9,16 +9,14 @@ string that holds JSON (``$.result.content[0].text.temperature``), and the paths
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
 
-
-
 from ..jsonpath import (  # noqa: F401 - re-exported: the path grammar lives in mcprec.jsonpath
-    ANY, DESCEND, Embedded, Path, Segment, embedded_json, parse_path, plain, remove_paths,
+    ANY, DESCEND, Embedded, Path, Segment, embedded_json, join_key, parse_path, plain,
+    remove_paths,
 )
 
 
@@ -40,13 +38,6 @@ class PayloadDifference:
     def to_dict(self) -> dict[str, Any]:
         return {"where": self.where, "path": self.path, "kind": self.kind,
                 "before": plain(self.before), "after": plain(self.after)}
-
-
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
-
-
-def join_key(path: str, key: str) -> str:
-    return f"{path}.{key}" if _IDENT.match(key) else f"{path}[{orjson.dumps(key).decode()}]"
 
 
 def differences(a: Any, b: Any, path: str = "$", where: str = "response") -> list[PayloadDifference]:
@@ -73,7 +64,7 @@ def _diff(a: Any, b: Any, path: str, where: str, out: list[PayloadDifference]) -
         return
     if isinstance(a, list) and isinstance(b, list):
         for i in range(max(len(a), len(b))):
-            p = f"{path}[{i}]"
+            p = join_key(path, i)
             if i >= len(b):
                 out.append(PayloadDifference(p, a[i], None, "removed", where))
             elif i >= len(a):
