@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import pytest
 
@@ -14,8 +15,8 @@ METHODS = sorted(name for name, value in vars(SessionRecording).items()
                  if callable(value) and not name.startswith("_"))
 
 
-def _shape(fn: object) -> list[tuple[str, object]]:
-    return [(p.name, p.kind) for p in inspect.signature(fn).parameters.values()]  # type: ignore[arg-type]
+def _shape(fn: Any) -> list[tuple[str, object]]:
+    return [(p.name, p.kind) for p in inspect.signature(fn).parameters.values()]
 
 
 @pytest.mark.parametrize("cls", [ProcessSessionWriter, SessionWriter, NullRecording])
