@@ -15,6 +15,7 @@ from typing import Any, Final, Union
 
 import orjson
 
+from . import wire
 from .errors import UsageError
 
 
@@ -133,8 +134,8 @@ def embedded_json(text: str) -> Any:
     if not stripped or stripped[0] not in "{[":
         return None
     try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        value = wire.loads(text.encode())  # exact: integers past 64 bits stay integers
+    except (orjson.JSONDecodeError, UnicodeEncodeError):
         return None
     return value if isinstance(value, (dict, list)) else None
 

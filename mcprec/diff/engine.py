@@ -14,14 +14,14 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import orjson
-
 from .. import wire
 from ..cassette import Message
 from ..matching import METHOD_ONLY
 from .load import Side
 from .model import CountChange, ExchangeDiff, LatencyRow, Summary
-from .paths import ANY, DESCEND, Path, PayloadDifference, differences, parse_path, remove_paths
+from .paths import (
+    ANY, DESCEND, Path, PayloadDifference, differences, parse_path, plain, remove_paths,
+)
 from .paths import same as same_json
 from .paths import short
 from .summary import CATALOGS, HANDSHAKES
@@ -59,7 +59,7 @@ class Comparer:
         params = m.json.get("params") if isinstance(m.json, dict) else None
         form = {"method": method, "params": wire.strip_meta(params or {})}
         form = remove_paths(form, self._request_paths)
-        return (method, orjson.dumps(form, option=orjson.OPT_SORT_KEYS).decode())
+        return (method, wire.dumps(plain(form), sort_keys=True).decode())
 
     def answer(self, side: Side, request: Message) -> Any:
         """``{"result": ...}`` or ``{"error": ...}`` of the request's answer; None if none."""

@@ -8,12 +8,12 @@ string that holds JSON (``$.result.content[0].text.temperature``), and the paths
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
 
+from .. import wire
 from ..jsonpath import (  # noqa: F401 - re-exported: the path grammar lives in mcprec.jsonpath
     ANY, DESCEND, Embedded, Path, Segment, embedded_json, join_key, parse_path, plain,
     remove_paths,
@@ -94,18 +94,18 @@ def same(a: Any, b: Any) -> bool:
 
 
 def canonical(value: Any) -> bytes:
-    try:
+    try:  # orjson reads Embedded values in place, with no plain() copy
         return orjson.dumps(value, default=_embedded_default, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # an integer beyond 64 bits: slower, exact
-        return json.dumps(plain(value), sort_keys=True, separators=(",", ":")).encode()
+        return wire.dumps(plain(value), sort_keys=True)
 
 
 def canonical_text(value: Any) -> str:
     """Compact JSON text in the key order given (for people)."""
     try:
         return orjson.dumps(value, default=_embedded_default).decode()
-    except TypeError:
-        return json.dumps(plain(value), separators=(",", ":"), ensure_ascii=False, default=str)
+    except TypeError:  # an integer beyond 64 bits
+        return wire.dumps(plain(value)).decode()
 
 
 def _embedded_default(value: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -33,8 +34,12 @@ def to_dict(r: DiffResult) -> dict[str, Any]:
 
 
 def to_json(r: DiffResult, *, indent: bool = True) -> str:
-    option = orjson.OPT_INDENT_2 if indent else 0
-    return orjson.dumps(to_dict(r), option=option, default=str).decode()
+    data = to_dict(r)
+    try:
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0, default=str).decode()
+    except TypeError:  # an integer beyond 64 bits in a difference: slower, exact
+        return json.dumps(data, indent=2 if indent else None, ensure_ascii=False, default=str,
+                          separators=(",", ": ") if indent else (",", ":"))
 
 
 # --- shared wording -------------------------------------------------------------------------
