@@ -6,7 +6,6 @@ Nothing here raises on garbage: bytes that are not JSON-RPC become a message of 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -247,7 +246,9 @@ def match_key(method: str, params: Any, *, has_meta: bool = True) -> str:
 
     SHA-256 because CPUs hash it in hardware: large params (base64 payloads) cost little.
     """
-    h = hashlib.sha256(method.encode())
+    from hashlib import sha256  # here: the first answer (initialize) never needs it (3 ms)
+
+    h = sha256(method.encode())
     h.update(b"\0")
     h.update(canonical_params(params, has_meta=has_meta))
     return h.hexdigest()[:20]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from datetime import datetime, timezone
 
 APPLICATION_ID = 0x6D637072  # "mcpr"
 PAGE_SIZE = 16384
@@ -132,6 +131,8 @@ FORMAT_VERSION = len(MIGRATIONS)
 
 
 def now_iso() -> str:
+    from datetime import datetime, timezone  # here: replay never needs it
+
     return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 

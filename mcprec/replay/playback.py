@@ -30,7 +30,7 @@ from typing import Any
 from .. import wire
 from ..cassette import Cassette, Message, Session
 from ..errors import NoMatchError, ReplayError
-from ..matching import Match, MatchOptions
+from ..matching import METHOD_ONLY, Match, MatchOptions
 from .choose import SessionChoice
 
 NO_MATCH_CODE = -32000
@@ -162,12 +162,10 @@ class Playback:
         self.choice = SessionChoice(cassette, sessions, options)
         self.timing = timing
         self.stats = ReplayStats()
-        if redact is None:
-            from ..redact import default_redactor
-
-            redact = default_redactor()
         # the recording was redacted: redact incoming requests alike, so that they still match
-        self._redactor = redact
+        # (the default redactor is built at the first request that needs it: ~30 ms of regular
+        # expressions and config that an initialize answer never needs)
+        self._redact: Any = redact
         self._log = log or _stderr
         self._server_stderr = server_stderr
         self._label = label
@@ -203,6 +201,14 @@ class Playback:
     def session(self) -> Session:
         """The recorded session being played (with several candidates: the current choice)."""
         return self.choice.session
+
+    @property
+    def _redactor(self) -> Any:
+        if self._redact is None:
+            from ..redact import default_redactor
+
+            self._redact = default_redactor()
+        return self._redact
 
     @property
     def matcher(self) -> Any:
@@ -250,6 +256,9 @@ class Playback:
             return  # the recorded server has exited: nobody is listening
         c = wire.classify(raw)
         if c.kind == wire.REQUEST:
+            if c.method in METHOD_ONLY:  # matched on the method alone: nothing to redact
+                self._request(c.obj, c.obj)
+                return
             redacted = self._redactor.redact(raw)
             match_obj = c.obj if redacted == raw else wire.classify(redacted).obj
             self._request(c.obj, match_obj, b'"_meta"' in redacted)
