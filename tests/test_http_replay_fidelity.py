@@ -105,3 +105,29 @@ def test_many_clients_each_get_their_own_session(recorded: SimpleNamespace, repl
         assert runs[i].results == recorded.clients[i].results, i
     replay.join_output()
     assert "chosen among 4 recorded sessions" in replay.stderr_text()
+
+
+def test_failure_the_proxy_answered_replays_with_its_status(tmp_path: Path) -> None:
+    """A request the recording proxy answered itself (502: upstream unreachable) replays with
+    the same status and JSON-RPC error."""
+    import httpx
+
+    from http_helpers import free_port
+
+    cassette = tmp_path / "dead.db"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}
+    headers = {"accept": "application/json, text/event-stream"}
+    proxy = start_proxy(f"http://127.0.0.1:{free_port()}/mcp", cassette)
+    try:
+        live = httpx.post(proxy.url, json=body, headers=headers, timeout=10)
+    finally:
+        proxy.stop()
+    assert live.status_code == 502
+    replay = start_replay(cassette)
+    try:
+        replayed = httpx.post(replay.url, json=body, headers=headers, timeout=10)
+    finally:
+        replay.stop()
+    assert (replayed.status_code, replayed.json()) == (502, live.json())
