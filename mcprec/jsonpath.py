@@ -140,62 +140,88 @@ def embedded_json(text: str) -> Any:
     return value if isinstance(value, (dict, list)) else None
 
 
-# --- removing ignored parts -------------------------------------------------------------------
+# --- changing what a path points at ----------------------------------------------------------
+
+REMOVE: Final = _Token("remove")
+"""What ``update_path``'s ``at`` returns to take a key out (a list item becomes None)."""
+
+
+def update_path(value: Any, path: Path, at: Callable[[Any], Any], *,
+                into_strings: bool = False) -> Any:
+    """``value`` with each thing ``path`` points at replaced by ``at(thing)``, or taken out when
+    ``at`` returns ``REMOVE`` (list items become None, so positions stay). Containers are copied
+    only where something changed: when nothing did, ``value`` itself comes back.
+
+    ``into_strings``: the path goes on into strings that hold JSON; such a string on the way
+    comes back parsed, as ``Embedded`` (changed or not, so that both sides of a comparison
+    look alike).
+    """
+    new = _update(value, path, at, into_strings)
+    return value if new is REMOVE else new
+
+
+def _update(value: Any, path: Path, at: Callable[[Any], Any], into: bool) -> Any:
+    if not path:
+        return at(value)
+    head = path[0]
+    if head is DESCEND:
+        value = _update(value, path[1:], at, into)
+        return _each_child(value, lambda child: _update(child, path, at, into), into)
+    if into and isinstance(value, (str, Embedded)):
+        inner = value.value if isinstance(value, Embedded) else embedded_json(value)
+        return value if inner is None else Embedded(_update(inner, path, at, into))
+    rest = path[1:]
+    if isinstance(value, dict):
+        keys = value if head is ANY else (head,) if isinstance(head, str) and head in value else ()
+        out: dict[str, Any] | None = None
+        for k in keys:
+            new = _update(value[k], rest, at, into)
+            if new is not value[k]:
+                out = dict(value) if out is None else out
+                if new is REMOVE:
+                    del out[k]
+                else:
+                    out[k] = new
+        return value if out is None else out
+    if isinstance(value, list):
+        idx = range(len(value)) if head is ANY else (
+            (head,) if isinstance(head, int) and head < len(value) else ())
+        out_l: list[Any] | None = None
+        for i in idx:
+            new = _update(value[i], rest, at, into)
+            if new is not value[i]:
+                out_l = list(value) if out_l is None else out_l
+                out_l[i] = None if new is REMOVE else new
+        return value if out_l is None else out_l
+    return value
+
+
+def _each_child(value: Any, fn: Callable[[Any], Any], into: bool) -> Any:
+    """``value`` with ``fn`` applied to each of its children (copied only if one changed)."""
+    if isinstance(value, dict):
+        new = {k: fn(v) for k, v in value.items()}
+        return value if all(new[k] is v for k, v in value.items()) else new
+    if isinstance(value, list):
+        new_l = [fn(v) for v in value]
+        return value if all(a is b for a, b in zip(new_l, value)) else new_l
+    if isinstance(value, Embedded):
+        return Embedded(_each_child(value.value, fn, into))
+    if into and isinstance(value, str):
+        inner = embedded_json(value)
+        return value if inner is None else Embedded(_each_child(inner, fn, into))
+    return value
 
 
 def remove_paths(value: Any, paths: tuple[Path, ...]) -> Any:
-    """A copy of ``value`` without what ``paths`` point at (list items become None)."""
+    """``value`` without what ``paths`` point at (list items become None), going on into strings
+    that hold JSON."""
     for path in paths:
-        value = _remove(value, path)
+        value = update_path(value, path, _remove, into_strings=True)
     return value
 
 
-def _remove(value: Any, path: Path) -> Any:
-    if not path:
-        return value
-    head = path[0]
-    if head is DESCEND:
-        value = _remove(value, path[1:])
-        return _map_children(value, lambda child: _remove(child, path))
-    if isinstance(value, str) or isinstance(value, Embedded):
-        inner = value.value if isinstance(value, Embedded) else embedded_json(value)
-        return value if inner is None else Embedded(_remove(inner, path))
-    rest = path[1:]
-    if isinstance(value, dict):
-        keys = list(value) if head is ANY else [head] if isinstance(head, str) else []
-        hit = [k for k in keys if k in value]
-        if not hit:
-            return value
-        out = dict(value)
-        for k in hit:
-            if rest:
-                out[k] = _remove(out[k], rest)
-            else:
-                del out[k]
-        return out
-    if isinstance(value, list):
-        idx = range(len(value)) if head is ANY else [head] if isinstance(head, int) else []
-        hit_i = [i for i in idx if i < len(value)]
-        if not hit_i:
-            return value
-        out_l = list(value)
-        for i in hit_i:
-            out_l[i] = _remove(out_l[i], rest) if rest else None  # keep positions stable
-        return out_l
-    return value
-
-
-def _map_children(value: Any, fn: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: fn(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [fn(v) for v in value]
-    if isinstance(value, Embedded):
-        return Embedded(_map_children(value.value, fn))
-    if isinstance(value, str):
-        inner = embedded_json(value)
-        return value if inner is None else Embedded(_map_children(inner, fn))
-    return value
+def _remove(value: Any) -> Any:
+    return REMOVE
 
 
 def plain(value: Any) -> Any:

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from .jsonpath import ANY, DESCEND, Path
+from .jsonpath import update_path
 
 PLACEHOLDER = "[REDACTED]"
 _PLACEHOLDER_B = PLACEHOLDER.encode()
@@ -307,8 +307,9 @@ class Redactor:
         changed = False
         if self._paths:
             for path in self._paths:
-                obj, hit = _replace_path(obj, path)
-                changed = changed or hit
+                new = update_path(obj, path, _placeholder_at)
+                changed = changed or new is not obj
+                obj = new
         if self._keys:
             hit, obj = self._redact_keys(obj)
             changed = changed or hit
@@ -371,41 +372,13 @@ def placeholder_like(value: Any) -> Any:
     return PLACEHOLDER
 
 
-def _replace_path(value: Any, path: Path) -> tuple[Any, bool]:
-    """``value`` with what ``path`` points at replaced by placeholders; and whether any was."""
-    if not path:
-        if isinstance(value, (dict, list)) or value is None:
-            return value, False
-        new = placeholder_like(value)
-        return new, new != value
-    head, rest = path[0], path[1:]
-    hit = False
-    if head is DESCEND:
-        value, hit = _replace_path(value, rest)
-        children = (value.items() if isinstance(value, dict)
-                    else enumerate(value) if isinstance(value, list) else ())
-        out = dict(value) if isinstance(value, dict) else list(value) \
-            if isinstance(value, list) else value
-        for k, child in children:
-            out[k], h = _replace_path(child, path)
-            hit = hit or h
-        return out, hit
-    if isinstance(value, dict):
-        keys = list(value) if head is ANY else ([head] if head in value else [])
-        out_d = dict(value)
-        for k in keys:
-            out_d[k], h = _replace_path(out_d[k], rest)
-            hit = hit or h
-        return out_d, hit
-    if isinstance(value, list):
-        idx = range(len(value)) if head is ANY else (
-            [head] if isinstance(head, int) and head < len(value) else [])
-        out_l = list(value)
-        for i in idx:
-            out_l[i], h = _replace_path(out_l[i], rest)
-            hit = hit or h
-        return out_l, hit
-    return value, False
+def _placeholder_at(value: Any) -> Any:
+    """A scalar's placeholder (the very value when it already reads as one, so that an
+    already-redacted message is left as it is); containers and null stay."""
+    if isinstance(value, (dict, list)) or value is None:
+        return value
+    new = placeholder_like(value)
+    return value if new == value and str(new) == str(value) else new  # -0.0 reads "-0.0"
 
 
 def _all_placeholders(value: Any, keys: frozenset[str]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from mcprec import jsonpath, matching, wire
 from mcprec.cassette import Cassette, open_session_writer
 from mcprec.diff import paths as diff_paths
 from mcprec.matching import Matcher, MatchOptions
-from mcprec.redact import PLACEHOLDER, Redactor, Rules
+from mcprec.redact import PLACEHOLDER, Redactor, Rules, placeholder_like
 from mcprec.transports.sse import SSEParser, format_event
 
 keys = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=8)
@@ -209,3 +210,75 @@ def test_reported_paths_lead_to_what_differs(a: dict[str, Any], b: dict[str, Any
             assert _at(a, steps) == jsonpath.plain(p.before)
         if p.kind != "removed":
             assert _at(b, steps) == jsonpath.plain(p.after)
+
+
+# --- walking by path: ignoring (remove_paths) and redacting (Redactor) ---------------------------
+
+walk_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from([1.5, "x", PLACEHOLDER]),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from("ab"), c, max_size=3),
+    max_leaves=15)
+walk_paths = st.lists(st.tuples(st.booleans(), st.sampled_from(["a", "b", "*", 0, 1])),
+                      min_size=1, max_size=4).map(lambda segments: "$" + "".join(
+                          (".." if descend else "" if isinstance(s, int) else ".")
+                          + (f"[{s}]" if isinstance(s, int) else s) for descend, s in segments))
+
+
+def pointed(value: Any, path: tuple[Any, ...], at: tuple[Any, ...] = ()) -> set[tuple[Any, ...]]:
+    """Where ``path`` points in ``value``: the specification, as concrete steps."""
+    if not path:
+        return {at}
+    head, rest = path[0], path[1:]
+    if head is jsonpath.DESCEND:
+        children = value.items() if isinstance(value, dict) else (
+            enumerate(value) if isinstance(value, list) else ())
+        return pointed(value, rest, at).union(
+            *(pointed(child, path, (*at, k)) for k, child in children))
+    if isinstance(value, dict):
+        keys = list(value) if head is jsonpath.ANY else [head] if head in value else []
+    elif isinstance(value, list):
+        keys = list(range(len(value))) if head is jsonpath.ANY else (
+            [head] if isinstance(head, int) and head < len(value) else [])
+    else:
+        keys = []
+    return set().union(*(pointed(value[k], rest, (*at, k)) for k in keys))
+
+
+def exact(value: Any) -> bytes:
+    """JSON text that tells 1 from true and 0 from 0.0, key order aside."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+@given(walk_values, walk_paths)
+def test_ignore_removes_exactly_what_the_path_points_at(value: Any, text: str) -> None:
+    """Keys the path points at go, list items it points at become null; nothing else changes."""
+    path = jsonpath.parse_path(text)
+    expected = orjson.loads(orjson.dumps(value))
+    for steps in sorted(pointed(value, path), key=len, reverse=True):  # innermost first
+        parent = expected
+        for step in steps[:-1]:
+            parent = parent[step]
+        if isinstance(parent, dict):
+            del parent[steps[-1]]
+        else:
+            parent[steps[-1]] = None
+    assert exact(jsonpath.remove_paths(value, (path,))) == exact(expected)
+
+
+@given(walk_values, walk_paths)
+def test_redaction_by_path_replaces_exactly_the_values_it_points_at(value: Any, text: str) -> None:
+    """Numbers and strings the path points at become placeholders of their type; the rest,
+    and a message with nothing to replace, stay as they are, byte for byte."""
+    raw = json.dumps({"jsonrpc": "2.0", "method": "x", "params": value}).encode()  # spaced
+    expected = orjson.loads(raw)
+    for steps in pointed(value, jsonpath.parse_path(text)):
+        parent, key = expected, "params"
+        for step in steps:
+            parent, key = parent[key], step
+        if not isinstance(parent[key], (dict, list)) and parent[key] is not None:
+            parent[key] = placeholder_like(parent[key])
+    out = Redactor(Rules(paths=[text.replace("$", "$.params", 1)], defaults=False,
+                         env=False)).redact(raw)
+    assert exact(orjson.loads(out)) == exact(expected)
+    if exact(expected) == exact(orjson.loads(raw)):
+        assert out == raw
