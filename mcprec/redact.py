@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from . import wire
 from .jsonpath import update_path
 
 PLACEHOLDER = "[REDACTED]"
@@ -241,17 +242,12 @@ class Redactor:
         return raw
 
     def _redact_keys_and_paths(self, raw: bytes) -> bytes:
-        needs_tree = True
-        if needs_tree:
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                needs_tree = False
-            else:
-                changed, obj = self._redact_tree(obj)
-                if changed:
-                    raw = orjson.dumps(obj)
-        return raw
+        try:  # exact: orjson alone would round integers past 64 bits to floats
+            obj = wire.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw
+        changed, obj = self._redact_tree(obj)
+        return wire.dumps(obj) if changed else raw
 
     def redact_text(self, text: str) -> str:
         for i in self._selected(text, self._anchors_s, self._any_anchor_s):

@@ -1,5 +1,6 @@
-"""Integers past 64 bits (which orjson cannot write, and reads rounded) through `mcprec diff`:
-requests aligned with --ignore, the JSON report, and JSON held in strings compare exactly."""
+"""Integers past 64 bits (which orjson cannot write, and reads rounded): recorded exactly
+beside a redacted secret, and through `mcprec diff` (requests aligned with --ignore, the JSON
+report, JSON held in strings)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from helpers import LINE_SERVER, run_mcprec
-from mcprec.cassette import open_session_writer
+from mcprec.cassette import Cassette, open_session_writer
 
 BIG = 2**70 + 1  # 1180591620717411303425: a float would make it ...303424
 
@@ -27,6 +28,19 @@ def call(x: int, n: int) -> bytes:
          "params": {"name": "count", "arguments": {"x": x, "n": n}}},
     ]
     return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+
+
+def test_redacted_request_keeps_its_big_integer_exact(tmp_path: Path) -> None:
+    """A password is redacted by key, and the 70-bit integer beside it is recorded as sent."""
+    cassette = tmp_path / "secret.db"
+    request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "login", "arguments": {"password": "hunter22", "n": BIG}}}
+    live = run_mcprec("record", "-c", str(cassette), "--", sys.executable, str(LINE_SERVER),
+                      input=json.dumps(request).encode() + b"\n")
+    assert live.returncode == 0, live.stderr
+    with Cassette.open(cassette) as c:
+        (recorded,) = [m for m in c.messages(c.session()) if m.kind == "request"]
+    assert json.loads(recorded.raw)["params"]["arguments"] == {"password": "[REDACTED]", "n": BIG}
 
 
 def test_ignore_aligns_requests_that_carry_big_integers(tmp_path: Path) -> None:
