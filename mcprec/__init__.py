@@ -1,6 +1,15 @@
 """mcprec: record, replay and diff Model Context Protocol traffic.
 
-The public surface is re-exported here lazily, so that ``mcprec replay`` starts fast.
+The public surface, re-exported here lazily so that ``mcprec replay`` starts fast (a test holds
+``__all__`` to this list):
+
+- cassettes: ``open_cassette``, ``Cassette``, ``Session``, ``Message``
+- recording: ``record_stdio``, ``record_http``
+- replay: ``replay_stdio``, ``replay_http``, ``MatchOptions``
+- diff and verify: ``diff_sessions``, ``assert_no_breaking_changes``, ``run_verification``
+- secrets: ``Redactor``, ``Rules``
+- errors: ``McprecError``, ``CassetteError``, ``NoMatchError``
+- ``__version__``
 """
 
 from __future__ import annotations
