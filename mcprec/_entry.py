@@ -13,6 +13,19 @@ _DEFAULTS = frozenset({("-m", "none"), ("--mode", "none"), ("--timing", "none"),
                        ("--repeat", "last")})
 
 
+def _configured_faults() -> bool:
+    """Whether a config file here may hold replay faults (read by the full command line only;
+    a substring test costs far less than parsing TOML)."""
+    for name in ("mcprec.toml", "pyproject.toml"):
+        try:
+            with open(name, "rb") as f:
+                if b"faults" in f.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def _fast_replay(args: list[str]) -> int | None:
     """``mcprec replay CASSETTE [-s NAME] [--report FILE] [--allow-unmatched]``, the form test
     suites launch most, without loading click: every test pays the start-up. Anything else
@@ -23,6 +36,8 @@ def _fast_replay(args: list[str]) -> int | None:
     cassette, rest = args[0], args[1:]
     if os.path.isdir(cassette):
         return None  # the full command line says so, as a usage error
+    if _configured_faults():
+        return None
     session, report, allow = os.environ.get("MCPREC_SESSION"), None, False
     while rest:
         if len(rest) >= 2 and rest[0] in ("-s", "--session"):

@@ -208,11 +208,19 @@ def _timing(value: str) -> float | None:
               help="With --http: an Origin to accept besides local ones (repeatable).")
 @click.option("--allow-unmatched", is_flag=True,
               help="Exit 0 even when a request had no recorded match (by default: exit 3).")
+@click.option("--fault", "fault_rules", multiple=True, metavar="RULE",
+              help="Misbehave on purpose: 'SELECTOR EFFECT [nth=N|after=N|p=P]', e.g. "
+                   "'tools/call:search error=-32000:busy' (repeatable; see docs/faults.md).")
+@click.option("--faults", "faults_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Fault rules from a TOML or JSON file (mcp-cassette overlays too).")
+@click.option("--seed", type=int, help="Seed for faults drawn with p=: the same seed, the "
+              "same faults.")
 @redaction_options
 @click.argument("server", nargs=-1, type=click.UNPROCESSED)
 def replay(cassette: str, session: str | None, mode: str, timing: str, strict_order: bool,
            ignore: tuple[str, ...], repeat: str, report: str | None, http: bool, listen: str,
            url_path: str, allow_origin: tuple[str, ...], allow_unmatched: bool,
+           fault_rules: tuple[str, ...], faults_file: str | None, seed: int | None,
            redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
            redact_patterns: tuple[str, ...], server: tuple[str, ...]) -> None:
     """Serve a recorded session from CASSETTE as a stdio MCP server.
@@ -228,6 +236,7 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, strict_or
     options = MatchOptions(ignore=ignore, strict_order=strict_order,
                            repeat=repeat)  # type: ignore[arg-type]
     redactor = _redactor(redact_paths, redact_keys, redact_patterns)
+    faults = _faults(fault_rules, faults_file, seed)
     if http:
         if mode != "none":
             raise click.UsageError("--http replays only (--mode none); record HTTP servers with "
@@ -237,11 +246,22 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, strict_or
         sys.exit(replay_http(cassette, session=session, listen=listen, path=url_path,
                              options=options, timing=_timing(timing), report=report,
                              allowed_origins=allow_origin, redact=redactor,
-                             allow_unmatched=allow_unmatched))
+                             allow_unmatched=allow_unmatched, faults=faults))
     code = replay_stdio(cassette, session=session, mode=mode, server=list(server),
                         options=options, timing=_timing(timing), report=report, redact=redactor,
-                        allow_unmatched=allow_unmatched)
+                        allow_unmatched=allow_unmatched, faults=faults)
     sys.exit(code)
+
+
+def _faults(rules: tuple[str, ...], path: str | None, seed: int | None) -> Any:
+    """The command line's fault rules, then the file's, then the config's; None when none."""
+    from .replay.faults import Faults, from_config, load_file, parse_rule
+
+    found = [parse_rule(r) for r in rules]
+    if path is not None:
+        found.extend(load_file(path))
+    found.extend(from_config())
+    return Faults(found, seed) if found else None
 
 
 @cli.command()

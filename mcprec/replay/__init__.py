@@ -85,6 +85,7 @@ def replay_stdio(
     report: str | os.PathLike[str] | None = None,
     redact: Any = None,
     allow_unmatched: bool = False,
+    faults: Any = None,
 ) -> int:
     """Serve a recorded session on this process's stdin/stdout (or record it, per ``mode``).
 
@@ -128,12 +129,14 @@ def replay_stdio(
                       + (f" ({s.status}: replaying what was recorded)" if s.status != "complete"
                          else ""), file=sys.stderr, flush=True)
 
+        if faults:
+            _check_faults(c, found, faults)
         try:
             if live is None:  # the common case: a blocking loop, no asyncio to import
                 from .lean import serve_lean
 
                 engine: Any = Playback(c, found, options=options, timing=timing, redact=redact,
-                                       server_stderr=_server_stderr)
+                                       server_stderr=_server_stderr, faults=faults)
                 announce()
                 serve_lean(engine)
             else:
@@ -155,9 +158,25 @@ def replay_stdio(
             _write_report(report, [engine])
     finally:
         c.close()
+    if faults:
+        from .faults import summary
+
+        print(summary(faults), file=sys.stderr, flush=True)
     if engine.exit_code is not None:
         return _exit_status(engine.exit_code)
     return _unmatched_status([engine], allow_unmatched)
+
+
+def _check_faults(c: Cassette, sessions: list[Any], faults: Any) -> None:
+    """Warn, before serving, of fault rules that select no recorded request."""
+    from .. import wire
+    from .faults import check_against
+
+    recorded = ((m.method or "", m.json) for s in sessions
+                for m in c.messages(s, kinds=(wire.REQUEST,))
+                if m.direction == wire.CLIENT_TO_SERVER)
+    for warning in check_against(faults.rules, recorded):
+        print(warning, file=sys.stderr, flush=True)
 
 
 UNMATCHED_EXIT = 3
@@ -214,6 +233,7 @@ def replay_http(
     on_ready: Any = None,
     redact: Any = None,
     allow_unmatched: bool = False,
+    faults: Any = None,
 ) -> int:
     """Serve a recorded session over Streamable HTTP (and legacy HTTP+SSE at ``/sse``) until
     SIGINT/SIGTERM. Prints the URL on stdout once listening (port 0 picks a free port)."""

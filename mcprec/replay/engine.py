@@ -56,11 +56,14 @@ class ReplaySession:
         redact: Any = None,
         server_stderr: Callable[[str], None] | None = None,
         label: str = "",
+        faults: Any = None,
+        transport: str = "stdio",
     ) -> None:
         self.live = live
         self.playback = Playback(cassette, session, options=options, timing=timing, log=log,
                                  redact=redact, server_stderr=server_stderr, label=label,
-                                 unmatched=self._forward if live is not None else None)
+                                 unmatched=self._forward if live is not None else None,
+                                 faults=faults, transport=transport)
         self._send = send
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -98,6 +101,14 @@ class ReplaySession:
     @property
     def exit_code(self) -> int | None:
         return self.playback.exit_code
+
+    @property
+    def status_only(self) -> dict[str, int]:
+        return self.playback.status_only
+
+    @property
+    def malformed(self) -> set[str]:
+        return self.playback.malformed
 
     @property
     def client_answers(self) -> list[tuple[Message, dict[str, Any]]]:

@@ -21,17 +21,21 @@ unanswered once cancelled, and anything else gets a JSON-RPC error at once that 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import wire
 from ..cassette import Cassette, Message, Session
-from ..errors import NoMatchError, ReplayError
+from ..errors import NoMatchError, ReplayError, UsageError
 from ..matching import METHOD_ONLY, Match, MatchOptions
 from .choose import SessionChoice
+
+if TYPE_CHECKING:  # faults are imported only by a replay given some
+    from .faults import Fault, Faults
 
 NO_MATCH_CODE = -32000
 UNANSWERED_CODE = -32001
@@ -120,7 +124,7 @@ class _Run:
     """A script being played: messages, where it is, and what holds it up."""
 
     __slots__ = ("messages", "i", "clock", "rid", "token", "related", "play", "done",
-                 "deadline", "cause", "stopped", "gave_up", "released")
+                 "deadline", "cause", "stopped", "gave_up", "released", "fault")
 
     def __init__(self, messages: list[Message], clock: tuple[float, int] | None, rid: Any,
                  token: Any, related: str | None, play: _Play | None,
@@ -138,6 +142,7 @@ class _Run:
         self.stopped = False
         self.gave_up: Callable[[], None] | None = None  # what a cause wait's deadline does
         self.released = -1  # the message whose cause was waited for in vain: it plays now
+        self.fault: Fault | None = None  # injected into the answer (malformed, disconnect)
 
 
 class Playback:
@@ -156,6 +161,8 @@ class Playback:
         label: str = "",
         unmatched: Unmatched | None = None,
         clock: Callable[[], float] = time.monotonic,
+        faults: Faults | None = None,
+        transport: str = "stdio",
     ) -> None:
         self.cassette = cassette
         sessions = [session] if isinstance(session, Session) else list(session)
@@ -171,6 +178,17 @@ class Playback:
         self._label = label
         self._on_unmatched = unmatched
         self._now = clock
+        self.faults = faults if faults else None
+        self.transport = transport
+        if self.faults is not None and transport != "http":
+            for rule in self.faults.rules:
+                if rule.effect == "http":
+                    raise UsageError(f"fault {rule.text!r}: http= needs --http")
+        self.status_only: dict[str, int] = {}
+        """Per client request id text: answer with this HTTP status and an empty body."""
+        self.malformed: set[str] = set()
+        """Client request id texts whose answer goes out malformed on purpose (HTTP: it is
+        still the last message of its response)."""
         self._announced: Session | None = None
         self._out: list[Outgoing] = []
         self._runs: set[_Run] = set()  # runs not finished
@@ -309,6 +327,12 @@ class Playback:
         self.stats.requests += 1
         rid = obj.get("id")
         key = wire.id_text(rid)
+        fault = self.faults.pick(obj) if self.faults is not None else None
+        if fault is not None and fault.replaces:
+            with contextlib.suppress(Exception):  # the playback position moves on as it would
+                self.choice.match(match_obj, has_meta=has_meta)
+            self._inject(fault, obj, key)
+            return
         try:
             found = self.choice.match(match_obj, has_meta=has_meta)
         except NoMatchError as e:
@@ -324,7 +348,35 @@ class Playback:
         self.stats.matched += 1
         if found.repeated:
             self.stats.repeated += 1
-        self._play_request(found, rid, key, obj, started)
+        self._play_request(found, rid, key, obj, started, fault)
+
+    def _inject(self, fault: Fault, obj: dict[str, Any], key: str) -> None:
+        """Answer a request with a fault instead of its recorded answer."""
+        rid = obj.get("id")
+        effect = fault.effect
+        if effect == "error":
+            code, message = fault.arg
+            self.send(error_response(rid, code, message, {"mcprec": "fault", "rule": fault.text}),
+                      key)
+        elif effect == "tool-error":
+            self.send(wire.dumps({"jsonrpc": "2.0", "id": rid, "result": {
+                "content": [{"type": "text", "text": fault.arg}], "isError": True}}), key)
+        elif effect == "http":
+            self.status_only[key] = fault.arg
+            self.send(b"", key)
+        elif effect == "disconnect":
+            self._disconnect(key)
+        # drop: nothing, ever; the client's own timeout must fire
+
+    def _disconnect(self, key: str) -> None:
+        """The server goes away: stdio closes stdout and exits non-zero; HTTP cuts the
+        request's response (the connection is reset)."""
+        if self.transport == "http":
+            self.send(b"", key)
+        else:
+            from .faults import DISCONNECT_EXIT
+
+            self._end(DISCONNECT_EXIT)
 
     def _announce(self) -> None:
         """Say which recorded session this client got, when there was a choice to make."""
@@ -342,7 +394,7 @@ class Playback:
         self._announced = s
 
     def _play_request(self, found: Match, rid: Any, key: str, obj: dict[str, Any],
-                      started: float) -> None:
+                      started: float, fault: Fault | None = None) -> None:
         req = found.request
         script = self.matcher.handling(req.seq)
         answered = bool(script) and script[-1].reply_to == req.seq
@@ -377,6 +429,14 @@ class Playback:
         run = _Run(script, (started, req.t_ns), rid, _progress_token(obj), key, play, done)
         play.run = run
         self._runs.add(run)
+        if fault is not None:
+            run.fault = fault
+            if fault.effect == "delay":
+                assert self.faults is not None
+                self._sleep(run, self._now() + fault.delay_s(self.faults.rng))
+                return
+            if fault.effect == "malformed":
+                self.malformed.add(key)
         self._pump(run)
 
     # --- requests the recording did not answer ---------------------------------------------
@@ -661,6 +721,10 @@ class Playback:
             return
         kind = m.kind
         if kind == wire.RESPONSE or kind == wire.ERROR:
+            if run.fault is not None and run.play is not None and (
+                    m.reply_to == run.play.request.seq):
+                self._faulty_answer(run.fault, m, rid, related)
+                return
             self.send(_with_id(m, rid), related)
         elif kind == wire.NOTIFICATION:
             obj = m.json
@@ -684,6 +748,19 @@ class Playback:
                                                                          related))
         else:
             self.send(m.raw, related)  # invalid / batch: as recorded
+
+    def _faulty_answer(self, fault: Fault, m: Message, rid: Any, related: str | None) -> None:
+        data = _with_id(m, rid)
+        if fault.effect == "malformed":
+            if fault.arg == "truncate":
+                data = data[: max(1, len(data) // 2)]
+            elif fault.arg == "not-json":
+                data = b"mcprec: a malformed answer, on purpose (--fault)"
+            else:  # wrong-id: an id this client never used
+                data = _with_id(m, f"mcprec-wrong-id-{wire.id_text(rid)}")
+        self.send(data, related)
+        if fault.effect == "disconnect":  # =after: the answer went out first
+            self._disconnect(related or "")
 
     def _client_answered(self, m: Message, answer: dict[str, Any], play: _Play | None,
                          related: str | None) -> None:
@@ -784,6 +861,7 @@ class Playback:
             "unmatched": self.stats.unmatched,
             "unanswered": self.stats.unanswered,
             "unplayed": [{"seq": m.seq, "method": m.method} for m in self.unplayed()],
+            **({"faults": self.faults.report()} if self.faults is not None else {}),
         }
 
 
