@@ -15,6 +15,9 @@ Every message says what happened, to what, and what to do about it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 
 class McprecError(Exception):
     """Base class of every error mcprec raises on purpose."""
@@ -51,11 +54,18 @@ class ReplayError(McprecError):
 
 
 class NoMatchError(ReplayError):
-    """A request has no recorded counterpart; ``report`` explains the closest candidates."""
+    """A request has no recorded counterpart; ``report`` explains the closest candidates.
 
-    def __init__(self, message: str, report: str = "") -> None:
+    ``request`` is the incoming request, ``candidates`` the closest recorded ones as data:
+    ``{"seq", "method", "played", "differences": [{"path", "recorded", "got", "kind"}]}``.
+    """
+
+    def __init__(self, message: str, report: str = "", *, request: Any = None,
+                 candidates: Sequence[dict[str, Any]] = ()) -> None:
         super().__init__(message)
         self.report = report
+        self.request = request
+        self.candidates = list(candidates)
 
 
 class UsageError(McprecError, ValueError):

@@ -308,6 +308,7 @@ class Matcher:
             f"(session {self.session.name!r} in {self.cassette.path})"
         )
         lines = [head]
+        closest: list[dict[str, Any]] = []
         same = self._requests_of(method)
         total_requests = self.cassette.count_requests(self.session)
         lines.append(
@@ -343,6 +344,10 @@ class Matcher:
             for i, m in enumerate(ranked[:3], 1):
                 state = "played" if m.seq in self._pos.played else "not yet played"
                 diffs = differences(self._comparable(m.json), incoming)
+                closest.append({"seq": m.seq, "method": m.method,
+                                "played": m.seq in self._pos.played,
+                                "differences": [{"path": d.path, "recorded": d.recorded,
+                                                 "got": d.got, "kind": d.kind} for d in diffs]})
                 lines.append(f"    {i}. seq {m.seq} {m.method} ({state})")
                 if not diffs:
                     lines.append(f"       {self._why_identical_failed(m, method)}")
@@ -355,7 +360,7 @@ class Matcher:
             "volatile paths"
         )
         report = "\n".join(lines)
-        return NoMatchError(head, report)
+        return NoMatchError(head, report, request=obj, candidates=closest)
 
     def _why_identical_failed(self, m: Message, method: str) -> str:
         """Why a recorded request with the very same params did not match."""

@@ -206,17 +206,29 @@ class LineFramer:
             self._line(False)
 
 
-def progress_token(params: Any, key: str | None = None) -> str | None:
-    """The JSON text of a progress token: ``params._meta.progressToken`` of a request, or
-    ``params.progressToken`` of a progress notification (``key="progressToken"``)."""
+def progress_token_value(params: Any, key: str | None = None) -> Any:
+    """The progress token as sent: ``params._meta.progressToken`` of a request, or
+    ``params.progressToken`` of a progress notification (``key="progressToken"``); or None."""
     if not isinstance(params, dict):
         return None
     if key is not None:
-        token = params.get(key)
-    else:
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        return params.get(key)
+    meta = params.get("_meta")
+    return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
+def progress_token(params: Any, key: str | None = None) -> str | None:
+    """The JSON text of a progress token (see ``progress_token_value``), to compare by."""
+    token = progress_token_value(params, key)
     return None if token is None else id_text(token)
+
+
+def error_message(rid: Any, code: int, message: str, data: Any = None) -> bytes:
+    """A JSON-RPC error response, as bytes: the one builder every part of mcprec uses."""
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return dumps({"jsonrpc": "2.0", "id": rid, "error": err})
 
 
 # --- canonical form -------------------------------------------------------------------------

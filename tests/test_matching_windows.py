@@ -58,3 +58,30 @@ def test_request_far_past_the_read_windows_is_found(cassette: Path) -> None:
         assert answer_text(m, "late") == (f"late {2 * WINDOW + 2}", False)
         assert answer_text(m, "same")[0] == "same 0"
         assert answer_text(m, "f5")[0] == "filler 5"
+
+
+def test_message_fields_are_the_schemas_columns(cassette: Path) -> None:
+    """The one field list that reads messages names every column of the table but `size`."""
+    from mcprec.cassette.store import MESSAGE_FIELDS
+
+    with Cassette.open(cassette) as c:
+        columns = [r[1] for r in c.connection.execute("PRAGMA table_info(messages)")]
+    assert sorted(MESSAGE_FIELDS) == sorted(col for col in columns if col != "size")
+
+
+def test_sqlite_errors_reach_callers_as_cassette_errors(tmp_path: Path) -> None:
+    """A failure inside SQLite while reading is a CassetteError naming the cassette."""
+    from mcprec.errors import CassetteError
+
+    path = tmp_path / "gone.db"
+    w = open_session_writer(path, "s", transport="stdio", target=["x"])
+    w.message(wire.CLIENT_TO_SERVER, req(1, "x"), 0)
+    w.close()
+    with Cassette.open(path) as c:
+        s = c.session("s")
+        c.connection.execute("DROP TABLE stderr")
+        with pytest.raises(CassetteError, match=str(path)):
+            list(c.stderr(s))
+        c.connection.execute("DROP INDEX messages_by_match")
+        with pytest.raises(CassetteError, match="cannot read cassette"):
+            c.requests(s, "tools/call")

@@ -6,12 +6,13 @@ This package is the only code in mcprec that knows SQL.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -341,6 +342,39 @@ def _repair_abandoned(conn: sqlite3.Connection) -> None:
         pass
 
 
+def _database_error(path: Path, e: sqlite3.Error) -> CassetteError:
+    """A SQLite failure while reading, as the project's error: SQL stays behind this line."""
+    if isinstance(e, sqlite3.OperationalError):
+        return CassetteError(f"cannot read cassette {path}: {e}")
+    return NotACassetteError(
+        f"{path} is corrupt or truncated ({e}); record it again or restore it from a copy")
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _translated(fn: _F) -> _F:
+    """A ``Cassette`` method whose SQLite errors reach callers as ``CassetteError``s."""
+    @functools.wraps(fn)
+    def wrapper(self: Cassette, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except sqlite3.Error as e:
+            raise _database_error(self.path, e) from e
+    return wrapper  # type: ignore[return-value]
+
+
+def _translated_iter(fn: _F) -> _F:
+    """``_translated`` for a method that yields rows as it reads them."""
+    @functools.wraps(fn)
+    def wrapper(self: Cassette, *args: Any, **kwargs: Any) -> Any:
+        try:
+            yield from fn(self, *args, **kwargs)
+        except sqlite3.Error as e:
+            raise _database_error(self.path, e) from e
+    return wrapper  # type: ignore[return-value]
+
+
 class Cassette:
     """An open cassette: ``with Cassette.open(path) as c: for s in c.sessions(): ...``."""
 
@@ -369,6 +403,7 @@ class Cassette:
 
     # --- sessions ---------------------------------------------------------------------------
 
+    @_translated
     def sessions(self) -> list[Session]:
         """All sessions, oldest first."""
         rows = self._conn.execute(
@@ -376,6 +411,7 @@ class Cassette:
         ).fetchall()
         return [_session(r) for r in rows]
 
+    @_translated
     def session(self, name: str | None = None, *, stats: bool = True) -> Session:
         """The session called ``name``, or the latest one when ``name`` is None.
 
@@ -407,6 +443,7 @@ class Cassette:
             )
         return _session(row)
 
+    @_translated
     def sessions_latest_first(self, *, stats: bool = True) -> list[Session]:
         """All sessions, the latest first (see ``session``). Without ``stats`` (message count
         and duration, which read every message), they cost one index look-up each."""
@@ -416,6 +453,7 @@ class Cassette:
         ).fetchall()
         return [_session(r) for r in rows]
 
+    @_translated
     def session_by_id(self, session_id: int) -> Session:
         row = self._conn.execute(
             f"SELECT {_SESSION_COLUMNS}, 0, 0 FROM sessions s WHERE s.id = ?", (session_id,)
@@ -495,6 +533,7 @@ class Cassette:
 
     # --- messages ---------------------------------------------------------------------------
 
+    @_translated_iter
     def messages(
         self,
         session: Session | str | None = None,
@@ -513,6 +552,7 @@ class Cassette:
         for row in self._conn.execute(sql, args):
             yield message_from_row(row)
 
+    @_translated
     def message(self, session: Session, seq: int) -> Message | None:
         row = self._conn.execute(
             f"SELECT {self._cols} FROM messages WHERE session_id = ? AND seq = ?",
@@ -522,6 +562,7 @@ class Cassette:
 
     # --- replay look-ups (all indexed) -------------------------------------------------------
 
+    @_translated
     def exchanges_by_key(self, session: Session, method: str, match_key: str
                          ) -> tuple[list[Message], dict[int, list[Message]]]:
         """The client's recorded requests with this method and match key, in order, and what
@@ -550,6 +591,7 @@ class Cassette:
                 handling[m.context_seq].append(m)  # type: ignore[index]
         return requests, handling
 
+    @_translated
     def window(self, session: Session, lo: int, hi: int
                ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """The client's requests recorded at seqs ``lo`` to ``hi - 1``, and what the server sent
@@ -568,6 +610,7 @@ class Cassette:
         ).fetchall()
         return requests, handling
 
+    @_translated
     def requests(self, session: Session, method: str) -> list[Message]:
         """The client's recorded requests of one method, in order."""
         found = [message_from_row(r) for r in self._conn.execute(
@@ -579,6 +622,7 @@ class Cassette:
         found.sort(key=lambda m: m.seq)
         return found
 
+    @_translated
     def next_request(self, session: Session, after_seq: int) -> Message | None:
         """The client's first recorded request after ``after_seq``."""
         row = self._conn.execute(
@@ -588,6 +632,7 @@ class Cassette:
         ).fetchone()
         return message_from_row(row) if row else None
 
+    @_translated
     def has_requests(self, session: Session) -> bool:
         """Whether the client sent any request in this session (one index look-up)."""
         return self._conn.execute(
@@ -595,23 +640,27 @@ class Cassette:
             "AND kind = 'request' AND direction = 'client_to_server' LIMIT 1", (session.id,),
         ).fetchone() is not None
 
+    @_translated
     def has_messages(self, session: Session) -> bool:
         return self._conn.execute(
             "SELECT 1 FROM messages WHERE session_id = ? LIMIT 1", (session.id,),
         ).fetchone() is not None
 
+    @_translated
     def count_requests(self, session: Session) -> int:
         return int(self._conn.execute(
             "SELECT count(*) FROM messages WHERE session_id = ? AND kind = 'request' "
             "AND direction = 'client_to_server'", (session.id,),
         ).fetchone()[0])
 
+    @_translated
     def request_methods(self, session: Session) -> list[str]:
         return [r[0] for r in self._conn.execute(
             "SELECT DISTINCT method FROM messages WHERE session_id = ? AND kind = 'request' "
             "AND direction = 'client_to_server' ORDER BY method", (session.id,),
         )]
 
+    @_translated
     def handling(self, session: Session, request_seq: int) -> list[Message]:
         """What the server sent while handling a request, its answer last: notifications and
         requests sent in its context, and the response or error to it, in recorded order."""
@@ -623,6 +672,7 @@ class Cassette:
         found.sort(key=lambda m: m.seq)
         return found
 
+    @_translated
     def followers(self, session: Session, client_seq: int) -> list[Message]:
         """Server messages sent on their own (no request being handled) after the client's
         message ``client_seq`` and before its next one; ``-1`` for the very start."""
@@ -633,6 +683,7 @@ class Cassette:
         found.sort(key=lambda m: m.seq)
         return found
 
+    @_translated
     def has_followers(self, session: Session) -> bool:
         """Whether the server sent anything on its own in this session (cheap)."""
         return self._conn.execute(
@@ -640,6 +691,7 @@ class Cassette:
             "AND follows IS NOT NULL LIMIT 1", (session.id,),
         ).fetchone() is not None
 
+    @_translated
     def last_position(self, session: Session) -> tuple[int, int]:
         """(last seq, last t_ns) of a session; (-1, 0) when it is empty."""
         row = self._conn.execute(
@@ -648,6 +700,7 @@ class Cassette:
         ).fetchone()
         return int(row[0]), int(row[1])
 
+    @_translated
     def answer(self, session: Session, request_seq: int) -> Message | None:
         """The recorded response or error to the request ``request_seq`` (either direction)."""
         rows = self._conn.execute(
@@ -657,6 +710,7 @@ class Cassette:
         ).fetchall()
         return message_from_row(min(rows, key=lambda r: r[2])) if rows else None
 
+    @_translated
     def client_messages(self, session: Session, kind: str, method: str | None) -> list[Message]:
         """The client's recorded messages of one kind (and method), in order."""
         sql = (f"SELECT {self._cols} FROM messages WHERE session_id = ? "
@@ -667,6 +721,7 @@ class Cassette:
             args.append(method)
         return [message_from_row(r) for r in self._conn.execute(sql + " ORDER BY seq", args)]
 
+    @_translated_iter
     def stderr(self, session: Session | str | None = None) -> Iterator[StderrLine]:
         s = session if isinstance(session, Session) else self.session(session)
         for t_ns, line in self._conn.execute(

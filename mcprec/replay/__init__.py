@@ -8,52 +8,33 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..cassette import Cassette
-from ..errors import CassetteError, NotACassetteError, SessionNotFoundError, UsageError
+from ..errors import SessionNotFoundError, UsageError
 from ..matching import MatchOptions
 from .playback import Playback, candidates
 
 if TYPE_CHECKING:
-    from .engine import ReplaySession
+    from .engine import AsyncPlayback
 
 Mode = Literal["none", "once", "new_episodes", "all"]
 MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all")
 
-__all__ = ["MODES", "MatchOptions", "Mode", "Playback", "ReplaySession", "needs_recording",
+__all__ = ["MODES", "AsyncPlayback", "MatchOptions", "Mode", "Playback", "needs_recording",
            "replay_http", "replay_stdio"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "ReplaySession":  # the asyncio driver: imported only where it is used
-        from .engine import ReplaySession
+    if name in ("AsyncPlayback", "ReplaySession"):  # the asyncio driver: imported where used
+        from . import engine
 
-        return ReplaySession
+        return getattr(engine, name)
     raise AttributeError(f"module 'mcprec.replay' has no attribute {name!r}")
-
-
-@contextlib.contextmanager
-def _reading(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Report SQLite failures while reading a cassette as one-line cassette errors.
-
-    Opening checks only the first pages; a file cut short (or damaged) further on fails at the
-    first query that reaches the missing pages, e.g. when the session is looked up.
-    """
-    try:
-        yield
-    except sqlite3.OperationalError as e:
-        raise CassetteError(f"cannot read cassette {path}: {e}") from e
-    except sqlite3.DatabaseError as e:
-        raise NotACassetteError(
-            f"{path} is corrupt or truncated ({e}); record it again or restore it from a copy"
-        ) from e
 
 
 def needs_recording(path: Path, session: str | None, mode: str) -> bool:
@@ -64,7 +45,7 @@ def needs_recording(path: Path, session: str | None, mode: str) -> bool:
         return False
     if not path.exists() or path.stat().st_size == 0:
         return True
-    with Cassette.open(path) as c, _reading(path):
+    with Cassette.open(path) as c:
         if session is None:
             return not c.sessions()
         try:
@@ -112,8 +93,7 @@ def replay_stdio(
 
     c = Cassette.open(path)
     try:
-        with _reading(path):
-            found = candidates(c, session)
+        found = candidates(c, session)
         s = found[0]
         live = None
         if mode == "new_episodes":
@@ -131,29 +111,26 @@ def replay_stdio(
 
         if faults:
             _check_faults(c, found, faults)
-        try:
-            if live is None:  # the common case: a blocking loop, no asyncio to import
-                from .lean import serve_lean
+        if live is None:  # the common case: a blocking loop, no asyncio to import
+            from .lean import serve_lean
 
-                engine: Any = Playback(c, found, options=options, timing=timing, redact=redact,
-                                       server_stderr=_server_stderr, faults=faults)
+            engine: Any = Playback(c, found, options=options, timing=timing, redact=redact,
+                                   server_stderr=_server_stderr, faults=faults)
+            announce()
+            serve_lean(engine)
+        else:
+            import asyncio
+
+            from .engine import AsyncPlayback
+            from .stdio import serve_stdio
+
+            def make(send: Any) -> AsyncPlayback:
+                made = AsyncPlayback(c, s, send, options=options, timing=timing, live=live,
+                                     redact=redact, server_stderr=_server_stderr)
                 announce()
-                serve_lean(engine)
-            else:
-                import asyncio
+                return made
 
-                from .engine import ReplaySession
-                from .stdio import serve_stdio
-
-                def make(send: Any) -> ReplaySession:
-                    made = ReplaySession(c, s, send, options=options, timing=timing, live=live,
-                                         redact=redact, server_stderr=_server_stderr)
-                    announce()
-                    return made
-
-                engine = asyncio.run(serve_stdio(make))
-        except sqlite3.Error as e:
-            raise CassetteError(f"cannot read cassette {path} while replaying: {e}") from e
+            engine = asyncio.run(serve_stdio(make))
         if report is not None:
             _write_report(report, [engine])
     finally:
@@ -243,8 +220,7 @@ def replay_http(
     host, port = parse_listen(listen)
     c = Cassette.open(cassette)
     try:
-        with _reading(cassette):
-            found = candidates(c, session)
+        found = candidates(c, session)
         s = found[0]
         sock = bind(host, port)
         app = ReplayApp(c, found, options=options, timing=timing, bound_host=host,
@@ -259,10 +235,7 @@ def replay_http(
             if on_ready is not None:
                 on_ready(url)
 
-        try:
-            run_app(app, sock, announce=ready, cleanup=app.aclose)
-        except sqlite3.Error as e:
-            raise CassetteError(f"cannot read cassette {cassette} while replaying: {e}") from e
+        run_app(app, sock, announce=ready, cleanup=app.aclose)
         if report is not None:
             _write_report(report, app.engines())
     finally:

@@ -22,8 +22,9 @@ from .playback import (
     error_response,
 )
 
-__all__ = ["EMPTY_RESULT_METHODS", "NO_MATCH_CODE", "LiveFallback", "ReplaySession",
-           "ReplayStats", "Send", "candidates", "check_replayable", "error_response"]
+__all__ = ["EMPTY_RESULT_METHODS", "NO_MATCH_CODE", "AsyncPlayback", "LiveFallback",
+           "ReplaySession", "ReplayStats", "Send", "candidates", "check_replayable",
+           "error_response"]
 
 Send = Callable[[bytes, "str | None"], Awaitable[None]]
 """``send(message_bytes, related)``: deliver one message to the client (see
@@ -33,14 +34,14 @@ Send = Callable[[bytes, "str | None"], Awaitable[None]]
 class LiveFallback(Protocol):
     """Where unmatched requests go in ``new_episodes`` mode (a real server, started lazily)."""
 
-    async def forward(self, obj: dict[str, Any], engine: ReplaySession) -> None: ...
+    async def forward(self, obj: dict[str, Any], engine: AsyncPlayback) -> None: ...
 
     async def client_message(self, obj: dict[str, Any]) -> bool: ...
 
     async def aclose(self) -> None: ...
 
 
-class ReplaySession:
+class AsyncPlayback:
     """Plays one recorded session (or the one of several that matches) to one client."""
 
     def __init__(
@@ -260,3 +261,7 @@ class ReplaySession:
         finally:
             if not self.playback.busy and len(self._tasks) <= 1:
                 self._idle.set()
+
+
+ReplaySession = AsyncPlayback
+"""The former name of ``AsyncPlayback`` ("session" means a recorded session everywhere else)."""

@@ -21,7 +21,7 @@ from ..errors import ReplayError, ServerStartError
 from ..transports.stdio import end_process
 
 if TYPE_CHECKING:
-    from .engine import ReplaySession
+    from .engine import AsyncPlayback
 
 INIT_TIMEOUT_S = 30.0
 
@@ -39,11 +39,11 @@ class LiveServer:
         self._by_client: dict[str, str] = {}
         self._reader: asyncio.Task[None] | None = None
         self._writer: SessionWriter | None = None
-        self._engine: ReplaySession | None = None
+        self._engine: AsyncPlayback | None = None
 
     # --- engine hooks -----------------------------------------------------------------------
 
-    async def forward(self, obj: dict[str, Any], engine: ReplaySession) -> None:
+    async def forward(self, obj: dict[str, Any], engine: AsyncPlayback) -> None:
         self._engine = engine
         await self._ensure_started()
         client_id = obj.get("id")

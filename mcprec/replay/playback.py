@@ -74,11 +74,7 @@ class ReplayStats:
     forwarded: int = 0
 
 
-def error_response(rid: Any, code: int, message: str, data: Any = None) -> bytes:
-    err: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        err["data"] = data
-    return wire.dumps({"jsonrpc": "2.0", "id": rid, "error": err})
+error_response = wire.error_message
 
 
 class _Cause:
@@ -426,7 +422,8 @@ class Playback:
             if not found.repeated:
                 self._spawn(self._followers(req.seq), (started, req.t_ns))
 
-        run = _Run(script, (started, req.t_ns), rid, _progress_token(obj), key, play, done)
+        token = wire.progress_token_value(obj.get("params"))
+        run = _Run(script, (started, req.t_ns), rid, token, key, play, done)
         play.run = run
         self._runs.add(run)
         if fault is not None:
@@ -868,15 +865,6 @@ class Playback:
 def _with_id(m: Message, rid: Any) -> bytes:
     """The recorded answer ``m`` with the client's id, its numbers exactly as recorded."""
     return wire.dumps({**m.json, "id": rid})
-
-
-def _progress_token(obj: dict[str, Any]) -> Any:
-    params = obj.get("params")
-    if isinstance(params, dict):
-        meta = params.get("_meta")
-        if isinstance(meta, dict):
-            return meta.get("progressToken")
-    return None
 
 
 def _stderr(text: str) -> None:

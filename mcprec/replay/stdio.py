@@ -10,17 +10,17 @@ from typing import Any
 
 from ..transports.stdio import StdioEnds
 from ..wire import LineFramer
-from .engine import ReplaySession
+from .engine import AsyncPlayback
 
 DRAIN_TIMEOUT_S = 2.0
 
 
 async def serve_stdio(
-    make_engine: Callable[[Any], ReplaySession],
+    make_engine: Callable[[Any], AsyncPlayback],
     *,
     stdin_fd: int = 0,
     stdout_fd: int = 1,
-) -> ReplaySession:
+) -> AsyncPlayback:
     """Answer the client on stdin/stdout until it closes stdin; return the engine for its report.
 
     ``make_engine(send)`` builds the engine around the ``send`` coroutine it must use.
