@@ -175,7 +175,7 @@ class Matcher:
             raise self._no_match(obj, method)
         seq = found.request.seq
         self._pos.played.add(seq)
-        if self._end is not None and seq >= self._hi - WINDOW // 2:
+        if self._end is not None and seq >= self._hi - WINDOW // 2 and self._hi < self._end:
             self._read_window()  # read ahead of where the client is
         return found
 
