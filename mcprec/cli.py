@@ -102,6 +102,12 @@ def cli() -> None:
 @click.option("--upstream-timeout", type=float, default=300.0, show_default=True,
               help="With --target: seconds to wait for the upstream to begin each answer (an "
                    "event stream may then stay silent as long as it likes).")
+@click.option("--allow-host", "allow_host", multiple=True, metavar="HOST",
+              help="With --target: a Host name to accept besides local ones (NAME, NAME:PORT, "
+                   "NAME:*; repeatable); others get 421.")
+@click.option("--allow-origin", "allow_origin", multiple=True, metavar="ORIGIN",
+              help="With --target: a browser Origin to accept besides local ones "
+                   "(repeatable); others get 403.")
 @click.option("--max-message-size", "max_message_size", default="256M", show_default=True,
               metavar="SIZE", help="Record longer stdio messages as their first SIZE bytes "
               "(they are still forwarded whole); e.g. 64M, 1G.")
@@ -109,6 +115,7 @@ def cli() -> None:
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(cassette: str | None, session: str | None, tags: tuple[str, ...], durable: bool,
            exit_timeout: float, target: str | None, listen: str, upstream_timeout: float,
+           allow_host: tuple[str, ...], allow_origin: tuple[str, ...],
            max_message_size: str, redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
            redact_patterns: tuple[str, ...], command: tuple[str, ...]) -> None:
     """Record an MCP server: run COMMAND behind a transparent tap, or proxy --target URL.
@@ -129,7 +136,8 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
 
         sys.exit(record_http(target, listen=listen, cassette=cassette, session=session,
                              tags=_parse_tags(tags), timeout=upstream_timeout,
-                             redact=_redactor(redact_paths, redact_keys, redact_patterns)))
+                             redact=_redactor(redact_paths, redact_keys, redact_patterns),
+                             allowed_hosts=allow_host, allowed_origins=allow_origin))
     if not command:
         raise click.UsageError("missing the server command: mcprec record [OPTIONS] -- COMMAND...")
     from .record import record_stdio

@@ -109,11 +109,17 @@ def record_http(
     timeout: float = 300.0,
     on_ready: Callable[[str], None] | None = None,
     redact: Redactor | None = None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
 ) -> int:
     """Run a recording reverse proxy in front of the MCP endpoint at ``target`` until SIGINT or
-    SIGTERM; every session through it is flushed to the cassette before this returns."""
+    SIGTERM; every session through it is flushed to the cassette before this returns.
+
+    Listening on a loopback address, the proxy answers only to local ``Host`` names, and to
+    local browser ``Origin``s anywhere (``allowed_hosts`` and ``allowed_origins`` add more):
+    it rewrites ``Host`` to the target's, so the server's own check would never fire."""
     from .transports.http_proxy import RecordingProxy
-    from .transports.http_serve import bind, parse_listen, run_app, url_of
+    from .transports.http_serve import Trust, bind, parse_listen, run_app, url_of
 
     host, port = parse_listen(listen)
     path = Path(cassette) if cassette is not None else default_http_cassette(target)
@@ -123,13 +129,15 @@ def record_http(
                 raise CassetteError(f"cassette {path} already has a session named {session!r}; "
                                     "choose another --session name")
     proxy = RecordingProxy(target, path, session=session, tags=tags, timeout=timeout,
-                           redact=redact if redact is not None else default_redactor())
+                           redact=redact if redact is not None else default_redactor(),
+                           trust=Trust(host, allowed_hosts, allowed_origins))
     sock = bind(host, port)
     url = url_of(sock, proxy.path)
     proxy.listen_origin = url[: url.index("/", len("http://"))]
 
     def ready() -> None:
-        print(f"mcprec: recording {url} -> {target} into {path}", file=sys.stderr, flush=True)
+        print(f"mcprec: recording {url} -> {proxy.target} into {path}", file=sys.stderr,
+              flush=True)
         if on_ready is not None:
             on_ready(url)
 

@@ -161,9 +161,13 @@ def cut_stream(tmp_path: Path) -> SimpleNamespace:
 
 
 def test_upstream_cut_reaches_the_client(cut_stream: SimpleNamespace) -> None:
-    """The client gets the event sent before the cut, then sees its own stream cut short."""
+    """The client gets the event sent before the cut, then a JSON-RPC error for its request
+    (id 2) that ends its stream, at once: the pending call fails instead of waiting."""
     assert b'"progress":1' in cut_stream.received
-    assert isinstance(cut_stream.error, httpx.RemoteProtocolError)
+    last = cut_stream.received.strip().split(b"\n\n")[-1]
+    error = json.loads(last.split(b"data: ", 1)[1])
+    assert error["id"] == 2 and "dropped the stream" in error["error"]["message"]
+    assert cut_stream.error is None
     assert cut_stream.took < 5
 
 
@@ -176,13 +180,15 @@ def test_upstream_cut_does_not_hang_the_proxy(cut_stream: SimpleNamespace) -> No
 
 
 def test_upstream_cut_event_is_recorded(cut_stream: SimpleNamespace) -> None:
-    """The event forwarded before the cut is in the cassette, with its event id."""
+    """The event forwarded before the cut is in the cassette, with its event id, then the error
+    the proxy ended the stream with, marked synthetic and answering request 2."""
     progress = [m for m in cut_stream.messages if m.method == "notifications/progress"]
     assert len(progress) == 1
     assert progress[0].json["params"]["progress"] == 1
     assert progress[0].http["event_id"] == "e1"
-    assert any(m.http and m.http.get("synthetic") and "dropped" in m.http["error"]
-               for m in cut_stream.messages)
+    failed = [m for m in cut_stream.messages if m.http and m.http.get("synthetic")]
+    assert [(m.kind, m.rpc_id, m.reply_to is not None) for m in failed] == [("error", "2", True)]
+    assert "dropped" in failed[0].http["error"]
 
 
 # --- client faults ----------------------------------------------------------------------------

@@ -24,6 +24,10 @@ class _Redactor(Protocol):
 
     def scan(self, raw: bytes) -> list[str]: ...
 
+    def redact_headers(self, headers: Any) -> dict[str, str]: ...
+
+    def scan_headers(self, headers: Any) -> list[str]: ...
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -47,9 +51,7 @@ def redact_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> int:
             for mid, raw, http, kind, method in rows:
                 raw = bytes(raw)
                 new = redactor.redact(raw)
-                new_http = redactor.redact_text(http) if http else http
-                if new_http is not None and http is not None and new_http != http:
-                    new_http = _redact_header_values(new_http)
+                new_http = _redact_http(http, redactor) if http else http
                 if new != raw or new_http != http:
                     key = None
                     if kind == wire.REQUEST and method:
@@ -81,16 +83,19 @@ def redact_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> int:
     return changed
 
 
-def _redact_header_values(http_text: str) -> str:
-    from ..redact import redact_headers
-
+def _redact_http(http_text: str, redactor: _Redactor) -> str:
+    """A message's HTTP details with the header rules applied, then the message rules; the text
+    unchanged when nothing in it is a secret."""
     try:
         http = orjson.loads(http_text)
     except orjson.JSONDecodeError:
-        return http_text
+        return redactor.redact_text(http_text)
     if isinstance(http, dict) and isinstance(http.get("headers"), dict):
-        http["headers"] = redact_headers(http["headers"].items())
-    return orjson.dumps(http).decode()
+        headers = redactor.redact_headers(http["headers"].items())
+        if headers != http["headers"]:
+            http["headers"] = headers
+            http_text = orjson.dumps(http).decode()
+    return redactor.redact_text(http_text)
 
 
 def _redact_sessions(conn: Any, redactor: _Redactor) -> int:
@@ -123,6 +128,8 @@ def scan_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> list[Fin
                 kinds = redactor.scan(m.raw)
                 if m.http:
                     kinds += [k for k in redactor.scan(orjson.dumps(m.http)) if k not in kinds]
+                    if isinstance(m.http.get("headers"), dict):
+                        kinds += redactor.scan_headers(m.http["headers"])
                 if kinds:
                     findings.append(Finding(
                         f"session {s.name!r} message {m.seq} ({m.method or m.kind})", tuple(kinds)))

@@ -4,6 +4,11 @@ Every client session (``initialize`` → a new ``Mcp-Session-Id``; or one legacy
 gets its own engine and replays the recording independently. Answers go out in the recorded
 mode (a JSON body, or an SSE stream carrying the request's notifications and server requests
 before the response); messages the server sent on its own go on the session's GET stream.
+
+Replay promises only what the recording had: a session id (``Mcp-Session-Id``) and a GET stream
+when the recorded server issued a session id, SSE event ids when it sent them. An answer that
+was not JSON-RPC (a plain-text ``401``) goes out as recorded: its status, the headers that
+matter and its body. Host and Origin are checked as the recording proxy checks them.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from .. import wire
 from ..cassette import Cassette, Session
 from ..matching import MatchOptions
 from ..transports.http_serve import (
-    BodyTooLarge, ClientGone, header, host_allowed, origin_allowed, read_body, send_simple,
+    BodyTooLarge, ClientGone, Trust, header, read_body, refuse, send_simple,
 )
 from ..transports.sse import format_event
 from .engine import ReplaySession
@@ -31,6 +36,18 @@ MAX_BODY = 64 * 1024 * 1024
 GET_BUFFER = 10_000
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
                (b"x-accel-buffering", b"no")]
+
+
+@dataclass
+class _Promises:
+    """What a recorded session's server offered over HTTP, so replay offers no more."""
+
+    session_ids: bool
+    get_stream: bool
+    event_ids: bool | None = None  # looked up when first needed
+
+
+_STATEFUL = _Promises(True, True, True)  # a recording of stdio or of the legacy transport
 
 
 @dataclass
@@ -69,9 +86,11 @@ class ReplayApp:
         self.allowed_origins = allowed_origins
         self.allowed_hosts = allowed_hosts
         self.redact = redact
+        self.trust = Trust(bound_host, allowed_hosts, allowed_origins)
         self.sessions: dict[str, _ClientSession] = {}
         self.finished: list[ReplaySession] = []
         self._sessionless: _ClientSession | None = None
+        self._promises: dict[int, _Promises] = {}
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -105,16 +124,42 @@ class ReplayApp:
     def engines(self) -> list[ReplaySession]:
         return [*self.finished, *(cs.engine for cs in self.sessions.values())]
 
+    def promises(self, session: Session) -> _Promises:
+        """What the recorded ``session``'s server offered: a session id at ``initialize`` (and
+        then a GET stream), SSE event ids."""
+        found = self._promises.get(session.id)
+        if found is not None:
+            return found
+        if session.transport != "http":
+            found = _STATEFUL
+        else:
+            inits = self.cassette.requests(session, "initialize")
+            answer = self.cassette.answer(session, inits[0].seq) if inits else None
+            headers = (answer.http or {}).get("headers") if answer is not None else None
+            issued = isinstance(headers, dict) and "mcp-session-id" in headers
+            found = _Promises(issued, issued)
+        self._promises[session.id] = found
+        return found
+
+    def event_ids(self, session: Session) -> bool:
+        """Whether the recorded server gave its SSE events ids (the first SSE answer says)."""
+        promises = self.promises(session)
+        if promises.event_ids is None:
+            promises.event_ids = False
+            for m in self.cassette.messages(session):
+                if m.http and m.http.get("content_type") == "sse":
+                    promises.event_ids = "event_id" in m.http
+                    break
+        return promises.event_ids
+
     # --- ASGI -------------------------------------------------------------------------------
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        if not origin_allowed(header(scope, b"origin"), self.allowed_origins):
-            await send_simple(send, 403, _error(None, -32000, "mcprec: Origin not allowed"))
-            return
-        if not host_allowed(header(scope, b"host"), self.bound_host, self.allowed_hosts):
-            await send_simple(send, 421, _error(None, -32000, "mcprec: Host not allowed"))
+        refused = self.trust.refusal(scope)
+        if refused is not None:
+            await refuse(send, *refused)
             return
         try:
             await self._route(scope, receive, send)
@@ -145,7 +190,7 @@ class ReplayApp:
 
     async def _post(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         try:
-            body = await read_body(receive, MAX_BODY)
+            body = await read_body(receive, MAX_BODY, scope)
         except BodyTooLarge:
             await send_simple(send, 413, _error(None, -32600, "mcprec: request body too large"))
             return
@@ -160,6 +205,7 @@ class ReplayApp:
             return
         sid = header(scope, b"mcp-session-id")
         extra: list[tuple[bytes, bytes]] = []
+        opening = False
         if sid is not None:
             cs = self.sessions.get(sid)
             if cs is None:
@@ -168,6 +214,7 @@ class ReplayApp:
         elif c.kind == wire.REQUEST and c.method == "initialize":
             cs = self._new_session()
             extra.append((b"mcp-session-id", cs.id.encode()))
+            opening = True
         else:
             if self._sessionless is None:  # stateless clients: one shared replay
                 self._sessionless = self._new_session()
@@ -177,10 +224,25 @@ class ReplayApp:
             await send({"type": "http.response.start", "status": 202, "headers": extra})
             await send({"type": "http.response.body", "body": b""})
             return
-        await self._answer(cs, c, body, scope, send, extra)
+        await self._answer(cs, c, body, scope, send, extra, opening)
+
+    async def _opened(self, cs: _ClientSession, answer: dict[str, Any] | None) -> bool:
+        """After an ``initialize`` opened ``cs``: whether the client gets its session id. Not
+        when the recorded server issued none (a stateless server: its replay is the shared
+        one of requests without a session id), nor when initialize failed."""
+        if answer is not None or not self.promises(cs.engine.session).session_ids:
+            self.sessions.pop(cs.id, None)
+            if answer is None and self._sessionless is None:
+                self._sessionless = cs
+            else:
+                await cs.engine.aclose()
+                self.finished.append(cs.engine)
+            return False
+        return True
 
     async def _answer(self, cs: _ClientSession, c: wire.Classified, body: bytes,
-                      scope: dict[str, Any], send: Any, extra: list[tuple[bytes, bytes]]) -> None:
+                      scope: dict[str, Any], send: Any, extra: list[tuple[bytes, bytes]],
+                      opening: bool = False) -> None:
         key = c.rpc_id or "null"
         queue: asyncio.Queue[bytes] = asyncio.Queue()
         cs.streams[key] = queue
@@ -189,13 +251,19 @@ class ReplayApp:
             await cs.engine.receive(body)
             first = await queue.get()
             mode = cs.engine.modes.get(key, "")
+            status = cs.engine.statuses.get(key)
+            recorded = _http_answer(first) if status is not None and first else None
+            if opening and not await self._opened(cs, recorded):
+                extra = [h for h in extra if h[0] != b"mcp-session-id"]
             if not first:  # the recorded upstream dropped this stream: drop it too
                 await send({"type": "http.response.start", "status": 200,
                             "headers": [*SSE_HEADERS, *extra]})
                 raise DroppedStream()
+            if recorded is not None:  # an answer that was not JSON-RPC: as HTTP said it
+                await _send_http_answer(send, recorded)
+                return
             if _is_answer(first, key) and (mode != "sse" or not accepts_sse):
-                status = cs.engine.statuses.get(key, 200)
-                await send_simple(send, status, first, headers=extra)
+                await send_simple(send, status or 200, first, headers=extra)
                 return
             if not accepts_sse:  # the client cannot take a stream: the rest goes to GET
                 cs.streams.pop(key, None)
@@ -206,10 +274,11 @@ class ReplayApp:
                         "headers": [*SSE_HEADERS, *extra]})
             n = 0
             msg = first
+            ids = self.event_ids(cs.engine.session)
             while True:
                 n += 1
                 await send({"type": "http.response.body", "body": format_event(
-                    msg, id=f"{cs.id[:8]}-{key}-{n}"), "more_body": True})
+                    msg, id=f"{cs.id[:8]}-{key}-{n}" if ids else None), "more_body": True})
                 if _is_answer(msg, key):
                     break
                 msg = await queue.get()
@@ -235,12 +304,22 @@ class ReplayApp:
             return
         sid = header(scope, b"mcp-session-id")
         cs = self.sessions.get(sid or "")
+        if cs is None and sid is None and not any(
+                self.promises(s).get_stream for s in self._recorded()):
+            # the recorded server offered no GET stream (a stateless server)
+            await send_simple(send, 405, _error(None, -32000, "Method Not Allowed: the "
+                                                "recorded server offers no GET stream"),
+                              headers=[(b"allow", b"POST")])
+            return
         if cs is None:
             await send_simple(send, 404 if sid else 400,
                               _error(None, -32001, "Session not found" if sid else
                                      "Mcp-Session-Id header required"))
             return
         await self._stream_background(cs, receive, send, first=None)
+
+    def _recorded(self) -> list[Session]:
+        return [self.session] if isinstance(self.session, Session) else list(self.session)
 
     async def _stream_background(self, cs: _ClientSession, receive: Any, send: Any,
                                  first: bytes | None) -> None:
@@ -276,7 +355,7 @@ class ReplayApp:
             await send_simple(send, 404, _error(None, -32001, "Session not found"))
             return
         try:
-            body = await read_body(receive, MAX_BODY)
+            body = await read_body(receive, MAX_BODY, scope)
         except BodyTooLarge:
             await send_simple(send, 413, _error(None, -32600, "mcprec: request body too large"))
             return
@@ -287,6 +366,30 @@ class ReplayApp:
 class DroppedStream(Exception):
     """Raised out of the app to cut a response short, as the recorded upstream did (the
     server closes the connection mid-response)."""
+
+
+def _http_answer(data: bytes) -> dict[str, Any] | None:
+    """What HTTP said, from the error the recording proxy recorded for an answer that was not
+    JSON-RPC (``data.mcprec == "http_answer"``: status, headers, body); None for others."""
+    c = wire.classify(data)
+    if c.kind != wire.ERROR:
+        return None
+    err = c.obj.get("error")
+    found = err.get("data") if isinstance(err, dict) else None
+    if isinstance(found, dict) and found.get("mcprec") == "http_answer" and isinstance(
+            found.get("status"), int):
+        return found
+    return None
+
+
+async def _send_http_answer(send: Any, recorded: dict[str, Any]) -> None:
+    headers = recorded.get("headers")
+    body = str(recorded.get("body") or "").encode()
+    out = [(k.encode("latin-1"), str(v).encode("latin-1"))
+           for k, v in (headers.items() if isinstance(headers, dict) else ())]
+    await send({"type": "http.response.start", "status": recorded["status"],
+                "headers": [*out, (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _is_answer(data: bytes, key: str) -> bool:

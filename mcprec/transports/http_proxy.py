@@ -8,6 +8,12 @@ Every request is forwarded exactly once and every response streamed on as it arr
 chunk, unchanged; a copy of each chunk goes to an SSE parser that records each event the moment
 its blank line arrives. Each MCP session (``Mcp-Session-Id``, or one legacy SSE connection)
 becomes its own session in the cassette. Secret headers are redacted before recording.
+
+The proxy must not make the server less safe than it was: it rewrites ``Host`` to the target's,
+which switches off the server's own DNS-rebinding protection, so it checks the client's ``Host``
+and ``Origin`` itself first (``http_serve.Trust``), and bounds a request's head and body. Answers
+that are not JSON-RPC (a plain-text 401) and failures (an upstream gone mid-stream) are recorded
+as JSON-RPC errors to the request they answer, marked ``synthetic``, so replay can say the same.
 """
 
 from __future__ import annotations
@@ -23,14 +29,17 @@ from urllib.parse import urlsplit
 import orjson
 
 from .. import wire
-from ..redact import Redactor, redact_headers
+from ..redact import Redactor, default_redactor
 from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from .http_recordings import ProxyRecordings
 from .http_routing import SessionRouter
-from .http_serve import BodyTooLarge, ClientGone, header, read_body, send_simple
-from .http_upstream import Upstream, UpstreamError, UpstreamResponse, UpstreamTimeout
+from .http_serve import BodyTooLarge, ClientGone, Trust, header, read_body, refuse, send_simple
+from .http_upstream import (
+    Upstream, UpstreamError, UpstreamResponse, UpstreamTarget, UpstreamTimeout,
+    UpstreamUnreachable,
+)
 from .recording import SessionRecording
-from .sse import SSEParser
+from .sse import SSEParser, format_event
 
 HOP_BY_HOP = frozenset({
     b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
@@ -38,14 +47,36 @@ HOP_BY_HOP = frozenset({
 })
 MAX_BODY = 64 * 1024 * 1024
 DEFAULT_TIMEOUT_S = 300.0
+HTTP_ANSWER_HEADERS = ("content-type", "www-authenticate", "retry-after", "allow")
+"""The headers of an answer that is not JSON-RPC (a 401) that replay serves again."""
 
 
 class AbortStream(Exception):
     """Raised inside the app to drop the client's connection mid-response, as upstream did."""
 
 
-def _jsonrpc_error_body(rid: Any, message: str) -> bytes:
-    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": message}})
+def _jsonrpc_error_body(rid: Any, message: str, data: Any = None) -> bytes:
+    error: dict[str, Any] = {"code": -32000, "message": message}
+    if data is not None:
+        error["data"] = data
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": error})
+
+
+def _answers(body: bytes, rid: str) -> bool:
+    """Whether ``body`` is JSON-RPC answering the request ``rid`` (or a batch's answers)."""
+    c = wire.classify(body)
+    return c.kind == wire.BATCH or (c.kind in (wire.RESPONSE, wire.ERROR) and c.rpc_id == rid)
+
+
+def _http_answer(rid: str, resp: UpstreamResponse, body: bytes) -> bytes:
+    """An answer that is not JSON-RPC (e.g. ``401`` in plain text), as the JSON-RPC error the
+    client's call ends with; ``data`` holds what HTTP said, for replay to say it again."""
+    text = body.decode("utf-8", "replace")
+    first = text.strip().splitlines()[0][:200] if text.strip() else ""
+    headers = {k: v for k in HTTP_ANSWER_HEADERS if (v := resp.headers.get(k)) is not None}
+    return _jsonrpc_error_body(
+        orjson.loads(rid), f"HTTP {resp.status_code}" + (f": {first}" if first else ""),
+        {"mcprec": "http_answer", "status": resp.status_code, "headers": headers, "body": text})
 
 
 def _client_messages(body: bytes) -> list[tuple[Any, bytes]]:
@@ -71,21 +102,22 @@ class RecordingProxy:
         timeout: float = DEFAULT_TIMEOUT_S,
         max_body: int = MAX_BODY,
         redact: Redactor | None = None,
+        trust: Trust | None = None,
     ) -> None:
-        parts = urlsplit(target)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            from ..errors import UsageError
-
-            raise UsageError(f"--target must be an http(s) URL, got {target!r}")
-        self.target = target
-        self.upstream_origin = f"{parts.scheme}://{parts.netloc}"
-        self.upstream_netloc = parts.netloc
-        self.path = parts.path or "/"
+        self.upstream = UpstreamTarget(target)
+        self.target = self.upstream.url
+        """The target as shown and stored: credentials in it replaced."""
+        self.upstream_origin = self.upstream.origin
+        self.upstream_netloc = self.upstream.netloc
+        self.path = self.upstream.path
         self.timeout = timeout
         self.max_body = max_body
+        self.trust = trust if trust is not None else Trust("127.0.0.1")
         self.listen_origin = ""  # set once bound, to rewrite legacy endpoint URLs
+        self._redact = redact if redact is not None else default_redactor()
+        self._redacted: dict[tuple[tuple[bytes, bytes], ...], dict[str, str]] = {}
         self._client: Upstream | None = None
-        self._recordings = ProxyRecordings(cassette, target, session=session, tags=tags,
+        self._recordings = ProxyRecordings(cassette, self.target, session=session, tags=tags,
                                            redact=redact)
         self._router = SessionRouter(self._recordings.open)
         self._exchanges = itertools.count(1)
@@ -114,6 +146,10 @@ class RecordingProxy:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
+        refused = self.trust.refusal(scope)
+        if refused is not None:  # before anything is read, forwarded or recorded
+            await refuse(send, *refused)
+            return
         started = False
 
         async def tracking_send(message: dict[str, Any]) -> None:
@@ -139,7 +175,8 @@ class RecordingProxy:
         query = scope.get("query_string", b"")
         target_path = raw_path.decode("latin-1") + (("?" + query.decode("latin-1")) if query else "")
         try:
-            body = await read_body(receive, self.max_body) if method in ("POST", "PUT") else b""
+            body = await read_body(receive, self.max_body, scope) if method in ("POST", "PUT") \
+                else b""
         except BodyTooLarge:
             await send_simple(send, 413, _jsonrpc_error_body(
                 None, f"mcprec: request body larger than {self.max_body} bytes"))
@@ -151,7 +188,7 @@ class RecordingProxy:
         is_init = any(isinstance(o, dict) and o.get("method") == "initialize" for o, _ in messages)
         writer, fresh = self._router.request(method, sid, target_path, is_init)
         meta = {"exchange": exchange, "method": method, "path": target_path,
-                "headers": _redacted_headers(req_headers)}
+                "headers": self._redacted_headers(req_headers)}
         first_request_id = None
         for obj, raw in messages:
             if writer is not None:
@@ -168,11 +205,16 @@ class RecordingProxy:
                                         first_request_id)
             self._router.settle(writer, fresh)
             return
+        except UpstreamUnreachable as e:
+            await self._upstream_failed(
+                send, writer, exchange, 502, f"upstream {self.upstream_origin} unreachable: {e}",
+                first_request_id)
+            self._router.settle(writer, fresh)
+            return
         except UpstreamError as e:
             await self._upstream_failed(
-                send, writer, exchange, 502,
-                f"upstream {self.upstream_origin} unreachable: {type(e).__name__}: {e}",
-                first_request_id)
+                send, writer, exchange, 502, f"upstream {self.upstream_origin} sent no valid "
+                f"answer: {e}", first_request_id)
             self._router.settle(writer, fresh)
             return
         try:
@@ -187,10 +229,15 @@ class RecordingProxy:
         out = [(b"host", self.upstream_netloc.encode())]
         if body:
             out.append((b"content-length", str(len(body)).encode()))
+        authorization = self.upstream.authorization  # from the target URL's credentials
         for k, v in req_headers:
             if k == b"origin" and self.listen_origin and v.decode("latin-1") == self.listen_origin:
                 v = self.upstream_origin.encode()
+            elif k == b"authorization":
+                authorization = None  # the client's own wins
             out.append((k, v))
+        if authorization is not None:
+            out.append((b"authorization", authorization))
         return out
 
     async def _upstream_failed(self, send: Any, writer: SessionRecording | None, exchange: int,
@@ -217,16 +264,30 @@ class RecordingProxy:
             "content_type": "sse" if is_sse else ("json" if "json" in content_type else
                                                    content_type.split(";")[0] or None),
             "stream": "get" if method == "GET" else method.lower(),
-            "headers": _redacted_headers(resp_headers),
+            "headers": self._redacted_headers(resp_headers),
         }
         if method == "DELETE":
             await self._send_whole(send, resp, resp_headers)
             self._router.deleted(sid, resp.status_code)
             return
         if not is_sse:
-            body = await self._send_whole(send, resp, resp_headers)
-            if writer is not None and body and ("json" in content_type or resp.status_code >= 400):
-                body = _decoded(body, resp.headers.get("content-encoding"))
+            try:
+                body = await self._send_whole(send, resp, resp_headers)
+            except UpstreamError as e:  # cut or invalid before its end: nothing was sent yet
+                await self._upstream_failed(send, writer, exchange, 502,
+                                            f"upstream sent a broken answer: {e}", rid)
+                return
+            if writer is None or not body:
+                return
+            body = _decoded(body, resp.headers.get("content-encoding"))
+            if rid is not None and resp.status_code >= 300 and not _answers(body, rid):
+                # not JSON-RPC (a plain-text 401, an HTML page): recorded as the error the
+                # client's call ends with, and what HTTP said, for replay to say it again
+                writer.message(SERVER_TO_CLIENT, _http_answer(rid, resp, body), http={
+                    **meta, "synthetic": True, "error": f"the upstream answered HTTP "
+                    f"{resp.status_code} ({meta['content_type'] or 'no content type'}), "
+                    "not JSON-RPC"}, context=rid)
+            elif "json" in content_type or resp.status_code >= 400:
                 writer.message(SERVER_TO_CLIENT, body, http=meta, context=rid)
             return
         # SSE: stream it on, chunk by chunk; record each event as it completes
@@ -240,6 +301,7 @@ class RecordingProxy:
         watcher = None if resp.received_all else asyncio.get_running_loop().create_task(
             _watch_disconnect(receive, gone, resp))
         ended = False
+        answered = rid is None or context is None  # whether the client's call got its answer
         try:
             async for chunk in resp.aiter_raw(idle_timeout=False):
                 if legacy_rewrite:
@@ -267,21 +329,37 @@ class RecordingProxy:
                                    context=context if writer.session.transport != "sse" else
                                    "auto")
                     meta = {}
+                if not answered and rid is not None:
+                    answered = any(b'"id"' in ev.data and _answers(ev.data, rid) for ev in events)
         except UpstreamError as e:
             if gone.is_set():
                 return
-            if writer is not None:
-                writer.message(SERVER_TO_CLIENT, b"", http={
-                    "exchange": exchange, "error": f"upstream dropped the stream: {e!r}",
-                    "synthetic": True}, context=None)
-            print(f"mcprec: upstream dropped an SSE stream ({method} {scope['path']}); "
-                  "dropping the client's too", file=sys.stderr, flush=True)
-            raise AbortStream() from None
+            await self._stream_failed(send, writer, exchange, e, None if answered else rid,
+                                      f"{method} {scope['path']}")
+            return
         finally:
             if watcher is not None:
                 watcher.cancel()
         if not gone.is_set() and not ended:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _stream_failed(self, send: Any, writer: SessionRecording | None, exchange: int,
+                             e: UpstreamError, rid: str | None, what: str) -> None:
+        """The upstream went away in the middle of an SSE answer: end the client's stream, with
+        a JSON-RPC error for the call still waiting on it, so that the call fails at once."""
+        error = f"upstream dropped the stream: {e}"
+        body = b""
+        if rid is not None:
+            body = _jsonrpc_error_body(orjson.loads(rid), f"mcprec: {error}")
+        if writer is not None:  # no call waiting (a GET stream): a marker that replay skips
+            writer.message(SERVER_TO_CLIENT, body, http={
+                "exchange": exchange, "content_type": "sse", "error": error, "synthetic": True},
+                context=rid)
+        print(f"mcprec: upstream dropped an SSE stream ({what}); ending the client's"
+              + (f" with an error for request id={rid}" if rid is not None else ""),
+              file=sys.stderr, flush=True)
+        await send({"type": "http.response.body", "body": format_event(body) if body else b"",
+                    "more_body": False})
 
     def _legacy_endpoint(self, chunk: bytes, events: list[Any], writer: SessionRecording | None
                          ) -> tuple[bytes, SessionRecording | None]:
@@ -309,22 +387,19 @@ class RecordingProxy:
         await send({"type": "http.response.body", "body": body})
         return body
 
-
-_REDACTED: dict[tuple[tuple[bytes, bytes], ...], dict[str, str]] = {}
-
-
-def _redacted_headers(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    """``redact_headers`` of raw headers, remembered: a session sends the same headers with
-    every request (and a server answers with the same ones), and redacting them afresh cost
-    ~15 µs a time. The dict is shared: never modify it."""
-    key = tuple(headers)
-    out = _REDACTED.get(key)
-    if out is None:
-        out = redact_headers((k.decode("latin-1"), v.decode("latin-1")) for k, v in headers)
-        if len(_REDACTED) >= 1024:
-            _REDACTED.clear()
-        _REDACTED[key] = out
-    return out
+    def _redacted_headers(self, headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
+        """Raw headers redacted by the header rules, remembered: a session sends the same
+        headers with every request (and a server answers with the same ones), and redacting
+        them afresh cost ~15 µs a time. The dict is shared: never modify it."""
+        key = tuple(headers)
+        out = self._redacted.get(key)
+        if out is None:
+            out = self._redact.redact_headers(
+                (k.decode("latin-1"), v.decode("latin-1")) for k, v in headers)
+            if len(self._redacted) >= 1024:
+                self._redacted.clear()
+            self._redacted[key] = out
+        return out
 
 
 def _decoded(body: bytes, encoding: str | None) -> bytes:

@@ -1,5 +1,6 @@
 """Listening for HTTP: binding (with clear errors), serving an ASGI app with uvicorn, and the
-checks every mcprec HTTP endpoint makes (Origin and Host, against DNS rebinding)."""
+checks every mcprec HTTP endpoint makes before anything else: Host and Origin (``Trust``, against
+DNS rebinding), the size of a request's head (431) and body (413)."""
 
 from __future__ import annotations
 
@@ -156,17 +157,52 @@ class _CoalescingTransport:
         return getattr(self._transport, name)
 
 
+MAX_HEADER_BYTES = 64 * 1024
+"""A request's head (request line and headers) larger than this is refused with 431 before the
+app sees it; the connection is closed. Common servers take 8 to 64 KB."""
+_TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json"
+              b"\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s")
+
+
 def _http_protocol() -> Any:
-    """uvicorn's httptools protocol writing through a ``_CoalescingTransport``."""
+    """uvicorn's httptools protocol writing through a ``_CoalescingTransport``, refusing heads
+    larger than ``MAX_HEADER_BYTES``."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ImportError:  # pragma: no cover - httptools is a dependency
         return "auto"
 
     class CoalescingHttpToolsProtocol(HttpToolsProtocol):
+        # httptools buffers a header until it is complete, and uvicorn sets no bound: a client
+        # sending a 50 MB header grew the process by as much. Count the bytes that arrive while
+        # a head is incomplete instead, and refuse past the bound.
+        _head_bytes = 0
+        _in_head = False
+
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self.transport = _CoalescingTransport(transport, self.loop)  # type: ignore[assignment]
+
+        def data_received(self, data: bytes) -> None:
+            if self._head_bytes > MAX_HEADER_BYTES:
+                return  # refused: the connection is closing
+            super().data_received(data)
+            if self._in_head:
+                self._head_bytes += len(data)
+                if self._head_bytes > MAX_HEADER_BYTES:
+                    body = (b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":'
+                            b'"mcprec: request headers larger than %d bytes"}}' % MAX_HEADER_BYTES)
+                    self.transport.write(_TOO_LARGE % (len(body), body))
+                    self.transport.close()
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._in_head = True
+            self._head_bytes = 0
+
+        def on_headers_complete(self) -> None:
+            self._in_head = False
+            super().on_headers_complete()
 
     return CoalescingHttpToolsProtocol
 
@@ -197,26 +233,90 @@ def header(scope: dict[str, Any], name: bytes) -> str | None:
     return None
 
 
-def origin_allowed(origin: str | None, allowed: Iterable[str] = ()) -> bool:
-    """No Origin (not a browser), a local one, or one the user allowed."""
-    if origin is None:
-        return True
-    if origin in allowed or "*" in allowed:
-        return True
-    host = urlsplit(origin).hostname
-    return host in LOCAL_HOSTS if host else False
+class Trust:
+    """Who may talk to an mcprec HTTP endpoint: the DNS-rebinding checks of the MCP SDK's
+    transport security, made by the recording proxy and by replay alike, before anything is
+    read, forwarded or recorded.
+
+    A listener on a loopback address answers only to local ``Host`` names (``421`` otherwise,
+    or when there is none); a browser ``Origin`` must be a local one (``403`` otherwise).
+    ``hosts`` and ``origins`` admit more: ``name`` (any port), ``name:port``, ``name:*``;
+    an origin as ``scheme://host[:port]`` or ``scheme://host:*``; ``*`` admits anything.
+    """
+
+    __slots__ = ("bound_host", "hosts", "origins", "_check_host")
+
+    def __init__(self, bound_host: str, hosts: Iterable[str] = (),
+                 origins: Iterable[str] = ()) -> None:
+        self.bound_host = bound_host
+        self.hosts = tuple(h.lower() for h in hosts)
+        self.origins = tuple(o.lower().rstrip("/") for o in origins)
+        self._check_host = "*" not in self.hosts and _is_loopback(bound_host)
+
+    def refusal(self, scope: dict[str, Any]) -> tuple[int, str] | None:
+        """``(status, message)`` when the request must be refused, else None."""
+        host = origin = None
+        for k, v in scope["headers"]:
+            if k == b"host":
+                host = v.decode("latin-1")
+            elif k == b"origin":
+                origin = v.decode("latin-1")
+        if self._check_host and not self.host_ok(host):
+            return 421, (f"mcprec: Host {host!r} is not allowed here (DNS-rebinding protection); "
+                         "add it with --allow-host" if host else
+                         "mcprec: a Host header is required (DNS-rebinding protection)")
+        if origin is not None and not self.origin_ok(origin):
+            return 403, (f"mcprec: Origin {origin!r} is not allowed; add it with --allow-origin")
+        return None
+
+    def host_ok(self, host: str | None) -> bool:
+        if not host:
+            return False
+        name, port = _split_host(host.lower())
+        if name in LOCAL_HOSTS or name == self.bound_host:
+            return True
+        return any(a == name or a == f"{name}:{port}" or a == f"{name}:*" for a in self.hosts)
+
+    def origin_ok(self, origin: str) -> bool:
+        if "*" in self.origins:
+            return True
+        low = origin.lower().rstrip("/")
+        if low in self.origins:
+            return True
+        parts = urlsplit(low)
+        name, _ = _split_host(parts.netloc)
+        if f"{parts.scheme}://{name}:*" in self.origins:
+            return True
+        return parts.scheme in ("http", "https") and name in LOCAL_HOSTS
 
 
-def host_allowed(host_header: str | None, bound_host: str, allowed: Iterable[str] = ()) -> bool:
-    """Against DNS rebinding: a local listener answers only to local Host names."""
-    if host_header is None:
+def _split_host(host: str) -> tuple[str, str]:
+    """``name:port`` / ``[::1]:port`` -> (name, port); the name of IPv6 addresses in brackets."""
+    if host.startswith("["):
+        end = host.find("]")
+        return host[:end + 1], host[end + 2:]
+    name, _, port = host.partition(":")
+    return name, port
+
+
+def _is_loopback(host: str) -> bool:
+    if host in LOCAL_HOSTS:
         return True
-    name = urlsplit(f"//{host_header}").hostname or ""
-    if name in allowed or "*" in allowed:
-        return True
-    if bound_host in LOCAL_HOSTS:
-        return name in LOCAL_HOSTS
-    return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+async def refuse(send: Callable[[dict[str, Any]], Awaitable[None]], status: int,
+                 message: str) -> None:
+    """A refusal as JSON-RPC error (no request id: none was read), like every mcprec error."""
+    import orjson
+
+    await send_simple(send, status, orjson.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}))
 
 
 async def send_simple(send: Callable[[dict[str, Any]], Awaitable[None]], status: int,
@@ -236,8 +336,14 @@ class BodyTooLarge(Exception):
     """The request body is larger than the configured limit."""
 
 
-async def read_body(receive: Callable[[], Awaitable[dict[str, Any]]], limit: int) -> bytes:
-    """The whole request body; raises ``BodyTooLarge`` or ``ClientGone``."""
+async def read_body(receive: Callable[[], Awaitable[dict[str, Any]]], limit: int,
+                    scope: dict[str, Any] | None = None) -> bytes:
+    """The whole request body; raises ``BodyTooLarge`` (at once, without reading, when the
+    ``scope``'s Content-Length says so) or ``ClientGone``."""
+    if scope is not None:
+        declared = header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise BodyTooLarge()
     parts: list[bytes] = []
     size = 0
     while True:

@@ -15,8 +15,46 @@ from typing import Any
 from urllib.parse import urlsplit
 
 
+class UpstreamTarget:
+    """The ``--target`` URL, split at parse time: credentials in it (``user:pass@``) become an
+    ``Authorization: Basic`` header, and are in no other form (never in ``Host``, never shown)."""
+
+    __slots__ = ("url", "origin", "netloc", "path", "authorization")
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            from ..errors import UsageError
+
+            shown = url if "@" not in url else "(a URL with credentials)"
+            raise UsageError(f"--target must be an http(s) URL, got {shown!r}")
+        userinfo, at, hostport = parts.netloc.rpartition("@")
+        self.netloc = hostport
+        """``host[:port]``: the Host header the upstream gets."""
+        self.origin = f"{parts.scheme}://{hostport}"
+        self.path = parts.path or "/"
+        self.authorization: bytes | None = None
+        """``Basic …`` from the URL's credentials, for requests that carry no Authorization."""
+        rest = parts.path + (f"?{parts.query}" if parts.query else "")
+        if at:
+            import base64
+            from urllib.parse import unquote
+
+            user, _, password = userinfo.partition(":")
+            token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+            self.authorization = f"Basic {token}".encode()
+            self.url = f"{parts.scheme}://[REDACTED]@{hostport}{rest}"
+        else:
+            self.url = f"{parts.scheme}://{hostport}{rest}"
+        """The URL as shown and stored: credentials replaced by ``[REDACTED]``."""
+
+
 class UpstreamError(Exception):
     """The upstream could not be reached, or broke the exchange."""
+
+
+class UpstreamUnreachable(UpstreamError):
+    """No connection to the upstream could be made."""
 
 
 class UpstreamTimeout(UpstreamError):
@@ -320,7 +358,7 @@ class Upstream:
             raise UpstreamTimeout(f"connecting took longer than {self.connect_timeout:g} s") \
                 from None
         except OSError as e:
-            raise UpstreamError(f"{type(e).__name__}: {e}") from None
+            raise UpstreamUnreachable(f"{type(e).__name__}: {e}") from None
         return conn
 
     async def send(self, method: str, target: str, headers: list[tuple[bytes, bytes]],
