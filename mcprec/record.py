@@ -94,7 +94,7 @@ def open_recording(
                                       redact=redact, recorder_pid=None)
     recorder = RecorderProcess(path, rules={**redact.rules.to_dict(),
                                             "max_message_size": max_message_size})
-    with Cassette.open(path) as c:
+    with Cassette.open(path, wait=False) as c:
         c.update_session(session, recorder_pid=recorder.pid)
     return ProcessSessionWriter(recorder, session)
 

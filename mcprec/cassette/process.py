@@ -2,9 +2,14 @@
 
 The tap (or the HTTP proxy) sends what it sees down a pipe to a recorder process and goes on:
 per chunk read, one small header and the bytes, appended to a buffer that is written to the pipe
-once per event-loop turn. The recorder process frames lines, redacts, classifies, pairs and
-commits, in batches, on its own interpreter and CPU. When it falls far behind, the buffer's high
-water mark pauses reading at the tap (memory stays flat). If mcprec is killed outright, the
+once per event-loop turn. In the recorder process a reader thread empties the pipe as fast as it
+fills and cuts lines; the main thread redacts, classifies, pairs and commits them in batches, on
+its own interpreter, at a lower CPU priority than forwarding. When it falls far behind, its
+backlog bound stops the reader, and then the tap's buffer's high water mark pauses reading at the
+tap (memory stays bounded, and mcprec says so once). The recorder runs in a process group of its
+own and outlives the tap: at the end the tap hands over the rest, waits until the session is
+marked as ended (readers then wait for it to be complete) and exits with the server's code; the
+recorder commits what remains and marks the session complete. If mcprec is killed outright, the
 recorder still gets everything already written to the pipe, commits it, and marks the session
 incomplete.
 
@@ -14,12 +19,15 @@ Frames: ``<B kind><B direction><I session><Q t_ns><I length>`` + payload.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import fcntl
 import os
 import select
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -40,6 +48,8 @@ COMMIT_DELAY = 0.01
 """Seconds a trickle of messages may wait to be committed together (bounded by 2000 rows)."""
 HIGH_WATER = 16 * 1024 * 1024
 LOW_WATER = 4 * 1024 * 1024
+CLOSE_ACK_TIMEOUT = 5.0
+"""Seconds the tap waits, at its end, for the recorder to mark the session as ended."""
 RULES_ENV = "MCPREC_RECORDER_RULES"
 
 
@@ -55,9 +65,13 @@ class RecorderProcess:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
             start_new_session=True,  # a Ctrl-C for mcprec must not stop the recording
         )
-        assert self._proc.stdin is not None
+        assert self._proc.stdin is not None and self._proc.stdout is not None
         self._fd = self._proc.stdin.fileno()
+        self._ack_fd = self._proc.stdout.fileno()
+        with contextlib.suppress(OSError):  # room for bursts between the recorder's reads
+            fcntl.fcntl(self._fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
         os.set_blocking(self._fd, False)
+        self.pauses = 0
         self._buf = bytearray()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduled = False
@@ -90,6 +104,11 @@ class RecorderProcess:
             self._loop.call_soon(self._flush)
         if not self._pressed and len(self._buf) > HIGH_WATER and self.on_pressure is not None:
             self._pressed = True
+            self.pauses += 1
+            if self.pauses == 1:
+                print(f"mcprec: the recorder of {self.path} is {len(self._buf) >> 20} MiB "
+                      f"behind (beyond its own {MAX_BACKLOG >> 20} MiB): forwarding waits for "
+                      "it to catch up, so that memory stays bounded", file=sys.stderr, flush=True)
             self.on_pressure(True)
 
     def _flush(self) -> None:
@@ -144,10 +163,30 @@ class RecorderProcess:
         """Block until the recorder has committed everything sent so far."""
         self.send(SYNC, session_id, 0)
         self.flush_blocking()
-        if not self.broken:
-            assert self._proc.stdout is not None
-            if not self._proc.stdout.read(1):
-                self._broke(EOFError("no acknowledgement"))
+        if not self.broken and not self._read_ack(b"k", None):
+            self._broke(EOFError("no acknowledgement"))
+
+    def _read_ack(self, want: bytes, timeout: float | None) -> bool:
+        """Wait for the recorder's acknowledgement ``want`` (``k``: committed; ``c``: the
+        session is marked as ended)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self._ack_fd], [], [], left)[0]:
+                    return False
+            try:
+                got = os.read(self._ack_fd, 1)
+            except OSError:
+                return False
+            if not got:
+                return False
+            if got == want:
+                return True
+
+    def closed_ack(self, timeout: float = CLOSE_ACK_TIMEOUT) -> bool:
+        """Wait (bounded) until the recorder has marked the session closed as ended."""
+        return self._read_ack(b"c", timeout)
 
     def close(self, timeout: float | None = None) -> int | None:
         """Flush, end the recorder and wait for it to commit everything."""
@@ -171,6 +210,14 @@ class RecorderProcess:
         finally:
             if self._proc.stdout is not None:
                 self._proc.stdout.close()
+
+    def detach(self) -> None:
+        """Leave the recorder to finish on its own: it outlives this process, if need be."""
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        # reaped when it exits, while this process lives on (the library used in-process)
+        threading.Thread(target=self._proc.wait, name="mcprec-recorder-reaper",
+                         daemon=True).start()
 
 
 class ProcessSessionWriter:
@@ -218,17 +265,21 @@ class ProcessSessionWriter:
         return not self.recorder.broken
 
     def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:
-        """End the session. A shared recorder goes on (the frame is written with the rest);
-        an own one is closed, which waits until everything is committed."""
+        """End the session. A shared recorder goes on (the frame is written with the rest).
+        An own one gets the rest and is left to commit it: this returns once the recorder has
+        marked the session as ended, so that readers wait until it is complete."""
         if self._closed:
             return
         self._closed = True
-        self.recorder.send(CLOSE, self.session.id, self.now(),
-                           orjson.dumps({"exit_code": exit_code, "status": status}))
+        self.recorder.send(CLOSE, self.session.id, self.now(), orjson.dumps(
+            {"exit_code": exit_code, "status": status, "ack": self._own}))
         if self._own:
-            code = self.recorder.close()
-            if code not in (0, None):
-                self.error = RuntimeError(f"the recorder exited with code {code}")
+            self.recorder.end_input()
+            if not self.recorder.closed_ack():
+                code = self.recorder.wait(0)
+                if code is not None and code != 0:
+                    self.error = RuntimeError(f"the recorder exited with code {code}")
+            self.recorder.detach()
 
 
 def create_recorded_session(path: str | os.PathLike[str], name: str, *, transport: str,
@@ -247,29 +298,230 @@ def create_recorded_session(path: str | os.PathLike[str], name: str, *, transpor
 # --- the recorder process ------------------------------------------------------------------------
 
 
+class _Lines:
+    """Cuts one stream into lines, as ``wire.LineFramer`` does (same lines, same limit), but a
+    line spanning chunks grows in one bytearray that is handed on whole: a 100 MB message is
+    held once, not as a list of chunks plus their join."""
+
+    __slots__ = ("partial", "size", "limit", "t")
+
+    def __init__(self, limit: int) -> None:
+        self.partial = bytearray()
+        self.size = 0  # bytes of the line in progress (more than ``partial`` past the limit)
+        self.limit = limit
+        self.t = 0  # the time of the last chunk: a line's time is that of the chunk ending it
+
+    def feed(self, data: bytes, a: int, b: int, t: int,
+             line: Callable[[Any, int], None]) -> None:
+        """Cut ``data[a:b]``, read at ``t``; ``line(bytes, size)`` gets each finished line (its
+        first ``limit`` bytes, and its full size)."""
+        self.t = t
+        nl = data.find(b"\n", a, b)
+        if nl < 0:
+            self._keep(data, a, b)
+            return
+        if self.size:
+            self._keep(data, a, nl)
+            self._end(line)
+        else:
+            line(data[a:nl] if nl - a <= self.limit else data[a:a + self.limit], nl - a)
+        start = nl + 1
+        nl = data.find(b"\n", start, b)
+        limit = self.limit
+        while nl >= 0:
+            line(data[start:nl] if nl - start <= limit else data[start:start + limit], nl - start)
+            start = nl + 1
+            nl = data.find(b"\n", start, b)
+        if start < b:
+            self._keep(data, start, b)
+
+    def _keep(self, data: bytes, a: int, b: int) -> None:
+        room = self.limit - len(self.partial)
+        if room > 0:
+            self.partial += memoryview(data)[a:min(b, a + room)]
+        self.size += b - a
+
+    def _end(self, line: Callable[[Any, int], None]) -> None:
+        done, size = self.partial, self.size
+        self.partial, self.size = bytearray(), 0
+        line(done, size)
+
+    def close(self, line: Callable[[Any, int], None]) -> None:
+        if self.size:
+            self._end(line)
+
+
+# events from the reader thread to the writing thread
+_LINE, _ERRLINE, _MSG, _SYNC, _CLOSE, _EOF = range(6)
+
+MAX_BACKLOG = 32 * 1024 * 1024
+"""Bytes read but not yet recorded that the recorder holds before it stops reading (then the
+pipe and the tap's buffer fill, and the tap pauses at its high water mark)."""
+BATCH_DELAY = 0.002
+"""After a small read the reader waits this long before the next, so that it wakes once per
+batch of messages, not once per message (a busy tap fills the pipe meanwhile: 1 MiB)."""
+PIPE_SIZE = 1024 * 1024
+RECORDER_NICE = 10
+"""The recorder yields the CPU to forwarding: on 2 cores, a busy client, tap and server would
+otherwise share them with it. Idle, it runs at full speed."""
+CHECKPOINT_BYTES = 64 * 1024 * 1024
+"""The recorder's connection does not checkpoint at each commit (a 100 MB message: commit
+0.41-0.53 s with SQLite's automatic checkpoint, 0.05-0.09 s without); it checkpoints when idle,
+once this much has been committed, and at the end."""
+
+
+class _Inbox:
+    """Events handed from the reader thread to the writing thread, with the bytes they hold."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.items: collections.deque[tuple[Any, ...]] = collections.deque()
+        self.bytes = 0
+
+    def put(self, events: list[tuple[Any, ...]]) -> None:
+        size = sum(ev[-1] for ev in events)  # each event ends with the bytes it holds
+        with self.cond:
+            self.items.extend(events)
+            self.bytes += size
+            self.cond.notify_all()
+
+    def take(self, timeout: float | None, most: int = 5000) -> list[tuple[Any, ...]]:
+        """Up to ``most`` events (fewer bytes than a batch), waiting up to ``timeout`` for one."""
+        with self.cond:
+            if not self.items:
+                self.cond.wait(timeout)
+            items, out, size = self.items, [], 0
+            while items and len(out) < most and size < 8 * 1024 * 1024:
+                ev = items.popleft()
+                size += ev[-1]
+                out.append(ev)
+            self.bytes -= size
+            self.cond.notify_all()
+            return out
+
+    def wait_for_room(self) -> None:
+        with self.cond:
+            while self.bytes > MAX_BACKLOG and self.items:
+                self.cond.wait()
+
+
+def _ack(what: bytes) -> None:
+    with contextlib.suppress(OSError):
+        os.write(1, what)
+
+
+def _read_frames(fd: int, path: str, limit: int, inbox: _Inbox) -> None:
+    """The reader thread: reads the pipe as fast as the tap writes it, cuts lines, and hands
+    events on; marks a session as ended (still being written) the moment its close is read."""
+    cutters: dict[tuple[int, int], _Lines] = {}
+    events: list[tuple[Any, ...]] = []
+    marker: list[Any] = []  # its own connection, opened at the first close
+    seen: set[int] = set()
+    closed: set[int] = set()
+
+    def mark_ended(sid: int, exit_code: Any) -> None:
+        """ended_at while status is still 'recording': readers wait until it is complete."""
+        from .schema import now_iso
+        from .store import connect
+
+        try:
+            if not marker:
+                marker.append(connect(path, wait=False))
+            marker[0].execute(
+                "UPDATE sessions SET ended_at = ?, exit_code = ? WHERE id = ? AND "
+                "status = 'recording'", (now_iso(), exit_code, sid))
+        except Exception:  # noqa: BLE001 - the writing thread reports cassette errors
+            pass
+
+    def cutter(sid: int, d: int) -> _Lines:
+        c = cutters.get((sid, d))
+        if c is None:
+            c = cutters[(sid, d)] = _Lines(limit)
+        return c
+
+    pending = b""
+    while True:
+        try:
+            data = os.read(fd, PIPE_SIZE)
+        except OSError:
+            data = b""
+        if not data:
+            break
+        if pending:
+            data = pending + data
+        pos, n, urgent = 0, len(data), False
+        while n - pos >= _HEAD.size:
+            kind, d, sid, t_ns, length = _HEAD.unpack_from(data, pos)
+            a = pos + _HEAD.size
+            end = a + length
+            if end > n:
+                break
+            pos = end
+            seen.add(sid)
+            if kind == CHUNK or kind == STDERR:
+                d = 2 if kind == STDERR else d
+                tag = _ERRLINE if d == 2 else _LINE
+                cutter(sid, d).feed(data, a, end, t_ns, lambda line, full, tag=tag, sid=sid, d=d,
+                                    t=t_ns: events.append((tag, sid, d, t, line, full, len(line))))
+            elif kind == MESSAGE:
+                events.append((_MSG, sid, d, t_ns, data[a:end], length))
+            elif kind == EOF:
+                c = cutter(sid, d)
+                c.close(lambda line, full, sid=sid, d=d, t=c.t: events.append(
+                    (_LINE, sid, d, t, line, full, len(line))))
+            elif kind == SYNC:
+                events.append((_SYNC, 0))
+                urgent = True
+            elif kind == CLOSE:
+                for key in [k for k in cutters if k[0] == sid]:
+                    c = cutters.pop(key)
+                    tag = _ERRLINE if key[1] == 2 else _LINE
+                    c.close(lambda line, full, tag=tag, key=key, t=c.t: events.append(
+                        (tag, sid, key[1], t, line, full, len(line))))
+                info = orjson.loads(data[a:end])
+                mark_ended(sid, info.get("exit_code"))
+                closed.add(sid)
+                events.append((_CLOSE, sid, info, 0))
+                if info.get("ack"):
+                    _ack(b"c")
+                urgent = True
+        pending = data[pos:]
+        if events:
+            inbox.put(events)
+            events = []
+            inbox.wait_for_room()
+        if not urgent and len(data) < PIPE_SIZE // 16:
+            time.sleep(BATCH_DELAY)
+    # the pipe closed: mcprec is done, or died; what it sent is recorded, the rest ended now
+    for (sid, d), c in cutters.items():
+        tag = _ERRLINE if d == 2 else _LINE
+        c.close(lambda line, full, tag=tag, sid=sid, d=d, t=c.t: events.append(
+            (tag, sid, d, t, line, full, len(line))))
+    for sid in seen - closed:
+        mark_ended(sid, None)
+    events.append((_EOF, 0))
+    inbox.put(events)
+    for conn in marker:
+        conn.close()
+
+
 def _main(path: str) -> int:
     import signal
 
     from ..redact import Redactor, Rules
     from .store import Cassette
-    from .writer import Recorder, TimedFramer
+    from .writer import Recorder
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # mcprec decides when recording ends
+    with contextlib.suppress(OSError):
+        os.nice(RECORDER_NICE)
     rules = orjson.loads(os.environ.get(RULES_ENV) or "{}")
     redactor = None if rules.get("off") else Redactor(Rules.from_dict(rules))
     limit = int(rules.get("max_message_size") or DEFAULT_MAX_MESSAGE)
     warned: set[int] = set()
-
-    def oversize(rec: Any, direction: str, head: bytes, size: int, t: int) -> None:
-        """Forwarded whole by the tap; kept here as its first ``limit`` bytes, marked."""
-        rec.add(direction, t, head, {"truncated": True, "size": size})
-        if rec.session.id not in warned:
-            warned.add(rec.session.id)
-            print(f"mcprec: a {size:,}-byte message is larger than --max-message-size "
-                  f"{limit:,}: forwarded whole, recorded truncated", file=sys.stderr, flush=True)
-    cassette = Cassette.open(path)
+    cassette = Cassette.open(path, wait=False)
+    cassette.connection.execute("PRAGMA wal_autocheckpoint = 0")
     recorders: dict[int, Any] = {}
-    framers: dict[tuple[int, int], TimedFramer] = {}
     closed: set[int] = set()
 
     def recorder(sid: int) -> Any:
@@ -279,87 +531,76 @@ def _main(path: str) -> int:
                                             path=path, redact=redactor)
         return rec
 
-    def framer(sid: int, d: int) -> TimedFramer:
-        f = framers.get((sid, d))
-        if f is None:
-            rec = recorder(sid)
-            if d == 2:
-                f = TimedFramer(lambda line, t: rec.add_stderr(t, line), limit,
-                                lambda head, size, t: rec.add_stderr(t, head))
-            else:
-                f = TimedFramer(lambda line, t, direction=_DIRS[d]: rec.add(direction, t, line),
-                                limit, lambda head, size, t, direction=_DIRS[d]: oversize(
-                                    rec, direction, head, size, t))
-            framers[(sid, d)] = f
-        return f
+    def oversize(rec: Any, direction: str, head: Any, size: int, t: int) -> None:
+        """Forwarded whole by the tap; kept here as its first ``limit`` bytes, marked."""
+        rec.add(direction, t, bytes(head), {"truncated": True, "size": size})
+        if rec.session.id not in warned:
+            warned.add(rec.session.id)
+            with contextlib.suppress(OSError, ValueError):
+                print(f"mcprec: a {size:,}-byte message is larger than --max-message-size "
+                      f"{limit:,}: forwarded whole, recorded truncated", file=sys.stderr,
+                      flush=True)
 
-    inp = sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer
-    out = sys.stdout.buffer
-    fd = inp.fileno()
-    buf = b""
+    inbox = _Inbox()
+    reader = threading.Thread(target=_read_frames, name="mcprec-recorder-reader",
+                              args=(0, path, limit, inbox), daemon=True)
+    reader.start()
     eof = False
     first_pending: float | None = None
+    since_checkpoint = 0
     while not eof:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            eof = True
-        buf = buf + chunk if buf else chunk
-        pos = 0
+        wait = None if first_pending is None else max(
+            0.0, COMMIT_DELAY - (time.monotonic() - first_pending))
+        events = inbox.take(wait)
         acks = 0
-        n = len(buf)
-        while n - pos >= _HEAD.size:
-            kind, d, sid, t_ns, length = _HEAD.unpack_from(buf, pos)
-            end = pos + _HEAD.size + length
-            if end > n:
-                break
-            payload = buf[pos + _HEAD.size:end]
-            pos = end
-            if kind == CHUNK:
-                framer(sid, d).feed_at(payload, t_ns)
-            elif kind == STDERR:
-                framer(sid, 2).feed_at(payload, t_ns)
-            elif kind == MESSAGE:
+        for ev in events:
+            tag = ev[0]
+            if tag == _LINE or tag == _ERRLINE:
+                _, sid, d, t, line, full, _n = ev
+                rec = recorder(sid)
+                if tag == _ERRLINE:
+                    rec.add_stderr(t, line)
+                elif full > limit:
+                    oversize(rec, _DIRS[d], line, full, t)
+                else:
+                    rec.add(_DIRS[d], t, line)
+            elif tag == _MSG:
+                _, sid, d, t, payload, _n = ev
                 (raw_len,) = struct.unpack_from("<I", payload)
                 raw = payload[4:4 + raw_len]
                 extra = orjson.loads(payload[4 + raw_len:]) if len(payload) > 4 + raw_len \
                     else {}
-                recorder(sid).add(_DIRS[d], t_ns, raw, extra.get("http"),
+                recorder(sid).add(_DIRS[d], t, raw, extra.get("http"),
                                   extra.get("context", AUTO))
-            elif kind == EOF:
-                framer(sid, d).close()
-            elif kind == SYNC:
+            elif tag == _SYNC:
                 acks += 1
-            elif kind == CLOSE:
-                info = orjson.loads(payload)
-                for key in [k for k in framers if k[0] == sid]:
-                    framers.pop(key).close()
+            elif tag == _CLOSE:
+                _, sid, info, _n = ev
                 recorder(sid).finish(exit_code=info.get("exit_code"),
                                      status=info.get("status") or "complete")
                 closed.add(sid)
-            if sum(r.pending for r in recorders.values()) >= 5000:
-                for r in recorders.values():
-                    r.commit()
-        buf = buf[pos:]
-        # Commit at once when asked (--durable), at the end, or when much is pending; else
-        # wait a little for more, so that a trickle of messages is not one commit each (each
-        # commit costs CPU that the client and server, on the same cores, would rather have).
+            elif tag == _EOF:
+                eof = True
         pending = sum(r.pending for r in recorders.values())
-        if pending and not acks and not eof and pending < 2000:
+        if pending:
             if first_pending is None:
                 first_pending = time.monotonic()
-            wait = COMMIT_DELAY - (time.monotonic() - first_pending)
-            if wait > 0 and select.select([fd], [], [], wait)[0]:
-                continue  # more has come: read it, then decide again
-        first_pending = None
-        for r in recorders.values():
-            r.commit()
+            # at once when asked (--durable), at the end, when much is waiting; else a trickle
+            # of messages waits a little, so that it is not one commit each (each commit costs
+            # CPU that the client and server, on the same cores, would rather have)
+            if acks or eof or pending >= 2000 \
+                    or sum(r.pending_bytes for r in recorders.values()) >= 8 * 1024 * 1024 \
+                    or time.monotonic() - first_pending >= COMMIT_DELAY:
+                for r in recorders.values():
+                    since_checkpoint += r.pending_bytes
+                    r.commit()
+                first_pending = None
         if acks:
-            out.write(b"k" * acks)
-            out.flush()
-    # the pipe closed: mcprec is done, or died; whatever it sent is committed
-    for (sid, _), f in list(framers.items()):
-        if sid not in closed:
-            f.close()
+            _ack(b"k" * acks)
+        if since_checkpoint >= CHECKPOINT_BYTES and not inbox.items:
+            since_checkpoint = 0
+            with contextlib.suppress(Exception):
+                cassette.connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
     for sid, r in recorders.items():
         if sid not in closed:
             r.finish(status="incomplete")

@@ -9,6 +9,7 @@ import contextlib
 import functools
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,10 +196,13 @@ def message_from_row(row: tuple[Any, ...]) -> Message:
                    follows, key, bytes(raw), _loads(http), waits_for)
 
 
-def connect(path: str | os.PathLike[str], *, create: bool = False) -> sqlite3.Connection:
+def connect(path: str | os.PathLike[str], *, create: bool = False,
+            wait: bool = True) -> sqlite3.Connection:
     """Open a cassette's SQLite connection, creating and migrating the schema as needed.
 
     The connection is in autocommit mode; writers wrap their work in ``BEGIN IMMEDIATE``.
+    With ``wait`` (readers; not with ``create``), a session that has ended but whose recorder
+    is still writing it is waited for (bounded): a reader never sees half of a finished session.
     """
     path = Path(path)
     if path.is_dir():
@@ -230,14 +234,14 @@ def connect(path: str | os.PathLike[str], *, create: bool = False) -> sqlite3.Co
     except sqlite3.Error as e:
         raise CassetteError(f"cannot open cassette {path}: {e}") from e
     try:
-        _prepare(conn, path, create=create)
+        _prepare(conn, path, create=create, wait=wait and not create)
     except BaseException:
         conn.close()
         raise
     return conn
 
 
-def _prepare(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
+def _prepare(conn: sqlite3.Connection, path: Path, *, create: bool, wait: bool) -> None:
     try:
         version = schema.read_format_version(conn)
         if version is None:
@@ -269,7 +273,7 @@ def _prepare(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
                     raise
                 # an older cassette on a read-only file or folder: read it as it is
         _check_length(conn, path)
-        _repair_abandoned(conn)
+        _repair_abandoned(conn, wait=wait)
     except sqlite3.DatabaseError as e:
         msg = str(e)
         if "not a database" in msg or "malformed" in msg:
@@ -323,12 +327,26 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _repair_abandoned(conn: sqlite3.Connection) -> None:
-    """Mark sessions whose recorder on this host died (kill -9, power loss) as incomplete."""
+FINISH_WAIT_S = 60.0
+"""How long a reader waits for a recorder to finish writing a session that has ended."""
+
+
+def _repair_abandoned(conn: sqlite3.Connection, *, wait: bool = False) -> None:
+    """Mark sessions whose recorder on this host died (kill -9, power loss) as incomplete.
+
+    With ``wait``, first wait while a session has ended (``ended_at`` set) but is still being
+    written by its live recorder (status ``recording``): the tap exits at once, the recorder
+    commits the rest on its own.
+    """
     host = _hostname()
-    rows = conn.execute(
-        "SELECT id, recorder_pid, recorder_host FROM sessions WHERE status = 'recording'"
-    ).fetchall()
+    query = ("SELECT id, recorder_pid, recorder_host, ended_at FROM sessions "
+             "WHERE status = 'recording'")
+    rows = conn.execute(query).fetchall()
+    deadline = time.monotonic() + FINISH_WAIT_S
+    while wait and time.monotonic() < deadline and any(
+            r[3] is not None and r[2] == host and r[1] and _pid_alive(r[1]) for r in rows):
+        time.sleep(0.005)
+        rows = conn.execute(query).fetchall()
     dead = [r[0] for r in rows if r[2] == host and r[1] and not _pid_alive(r[1])]
     if not dead:
         return
@@ -385,8 +403,11 @@ class Cassette:
         self._cols = _MESSAGE_COLUMNS if current else _MESSAGE_COLUMNS_V1
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, create: bool = False) -> Cassette:
-        return cls(Path(path), connect(path, create=create))
+    def open(cls, path: str | os.PathLike[str], *, create: bool = False,
+             wait: bool = True) -> Cassette:
+        """Open a cassette (``wait``: for sessions whose recording is being finished; see
+        ``connect``)."""
+        return cls(Path(path), connect(path, create=create, wait=wait))
 
     def close(self) -> None:
         self._conn.close()
