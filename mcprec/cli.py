@@ -379,8 +379,21 @@ def show(cassette: str, session: str | None, as_json: bool, body: bool, with_std
               help="Write here instead of stdout.")
 @click.option("--timing/--no-timing", default=True,
               help="Include timestamps (leave them out for review-friendly diffs).")
-def export(cassette: str, session: str | None, output: str, timing: bool) -> None:
-    """Write CASSETTE (or one SESSION of it) as deterministic JSON Lines.
+@click.option("--otlp", metavar="URL",
+              help="Instead of JSON Lines, send every exchange as an OpenTelemetry span, and "
+                   "duration histograms, to this OTLP/HTTP collector (e.g. "
+                   "http://localhost:4318). Needs mcprec[otel].")
+@click.option("--header", "headers", multiple=True, metavar="KEY=VALUE",
+              help="A header for the OTLP collector, e.g. for its API key (repeatable).")
+@click.option("--otlp-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              metavar="SECONDS", help="How long to wait for the collector's answer.")
+@click.option("--otlp-retries", type=click.IntRange(min=0), default=4, show_default=True,
+              metavar="N", help="Retries (with back-off) when the collector is unreachable, "
+                                "busy or failing (429, 502, 503, 504).")
+def export(cassette: str, session: str | None, output: str, timing: bool, otlp: str | None,
+           headers: tuple[str, ...], otlp_timeout: float, otlp_retries: int) -> None:
+    """Write CASSETTE (or one SESSION of it) as deterministic JSON Lines, or send it to an
+    OpenTelemetry collector (--otlp): one trace per session.
 
     Usable as a git textconv driver so cassette changes diff as text:
     git config diff.mcprec.textconv "mcprec export --no-timing" and, in .gitattributes,
@@ -389,9 +402,15 @@ def export(cassette: str, session: str | None, output: str, timing: bool) -> Non
     from .cassette import open_cassette
     from .dump import export_to
 
+    if otlp is None and headers:
+        raise click.UsageError("--header is for --otlp")
+    if otlp is not None and (output != "-" or not timing):
+        raise click.UsageError("-o and --no-timing are for JSON Lines, not --otlp")
     with open_cassette(cassette) as c:
         chosen = [c.session(session)] if session else c.sessions()
-        if output == "-":
+        if otlp is not None:
+            _export_otlp(c, chosen, otlp, headers, otlp_timeout, otlp_retries)
+        elif output == "-":
             export_to(sys.stdout.buffer, c, chosen, timing=timing)
             sys.stdout.buffer.flush()
         else:
@@ -401,6 +420,18 @@ def export(cassette: str, session: str | None, output: str, timing: bool) -> Non
                 raise McprecCommandError(f"cannot write {output}: {e.strerror}") from e
             with f:
                 export_to(f, c, chosen, timing=timing)
+
+
+def _export_otlp(c: Any, sessions: list[Any], url: str, headers: tuple[str, ...],
+                 timeout: float, retries: int) -> None:
+    from .otel.otlp import OtlpTarget, export_otlp, parse_headers
+
+    target = OtlpTarget(url, parse_headers(headers), timeout=timeout, retries=retries)
+    report = export_otlp(c, sessions, target)
+    for warning in report.warnings:
+        click.echo(f"mcprec: warning: {warning}", err=True)
+    click.echo(f"exported {report.sessions} session(s) to {target.url}: {report.spans} span(s) "
+               f"in {report.requests} request(s), {report.durations} duration(s)", err=True)
 
 
 @cli.command("import")
