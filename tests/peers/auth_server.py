@@ -18,7 +18,8 @@ import argparse
 import json
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-CHALLENGE = 'Bearer realm="mcp", resource_metadata="http://127.0.0.1/.well-known/oauth"'
+CHALLENGE = ('Bearer error="invalid_token", error_description="a bearer token is required", '
+             'resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"')
 UNAUTHORIZED = b"Unauthorized: a bearer token is required\n"
 
 
