@@ -5,47 +5,82 @@
         async with stdio_client(mcprec_server.params) as (read, write):
             ...
 
-The cassette defaults to ``<test dir>/cassettes/<module>/<test name>.db``. ``--mcprec-mode``
-(none | once | new_episodes | all) chooses between replaying and recording; the marker's ``mode``
-wins over it. ``assert_all_played=True`` fails the test when recorded requests were never used.
-The real server for the recording modes comes from the marker's ``server`` or from a
-``mcprec_real_server`` fixture returning its argv.
+The cassette defaults to ``<test dir>/cassettes/<module>/<test name>.db`` (the ini option
+``mcprec_cassette_dir`` moves it). The record mode comes from ``--mcprec-mode``, else
+``$MCPREC_MODE``, else the marker's ``mode``, else the ini option ``mcprec_mode``, else
+``none`` (``record_mode``). A test fails when a request of its replay had no recorded match
+(``allow_unmatched=True`` accepts that), when it recorded nothing, and, with
+``assert_all_played=True``, when recorded requests were never used. The real server for the
+recording modes comes from the marker's ``server`` or from a ``mcprec_real_server`` fixture.
+Tests that record the same cassette take turns (``testing.cassette_lock``), so that
+pytest-xdist workers do not collide.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .errors import ReplayError
+from .errors import ReplayError, SessionNotFoundError
 from .matching import MatchOptions
 
 DEFAULT_SESSION = "default"
-_MARKER_KEYS = {"cassette", "session", "server", "mode", "assert_all_played", "ignore",
-                "strict_order", "repeat", "timing"}
+MODES = ("none", "once", "new_episodes", "all")  # mcprec.replay's, which pytest need not load
+_MARKER_KEYS = {"cassette", "session", "server", "mode", "assert_all_played", "allow_unmatched",
+                "ignore", "strict_order", "repeat", "timing"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mcprec", "MCP record/replay")
     group.addoption(
         "--mcprec-mode",
-        choices=["none", "once", "new_episodes", "all"],
+        choices=MODES,
         default=None,
-        help="mcprec record mode for tests using mcprec fixtures (default: none = replay only).",
+        help="mcprec record mode for tests using mcprec fixtures (default: $MCPREC_MODE, else "
+             "the marker's mode, else the mcprec_mode ini option, else none = replay only).",
     )
+    group.addoption(
+        "--mcprec-skip-missing",
+        action="store_true",
+        help="In mode none, skip tests whose cassette is missing instead of failing them.",
+    )
+    parser.addini("mcprec_mode", "mcprec record mode when neither --mcprec-mode, $MCPREC_MODE "
+                  "nor the test's marker gives one (default: none).", default="")
+    parser.addini("mcprec_cassette_dir", "Directory of the cassettes mcprec derives from test "
+                  "names, relative to the ini file (default: cassettes/ next to each test "
+                  "file).", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "mcprec(cassette=None, session=None, server=None, mode=None, assert_all_played=False, "
-        "ignore=(), strict_order=False, repeat='last', timing='none'): configure the mcprec "
-        "replay for this test",
+        "allow_unmatched=False, ignore=(), strict_order=False, repeat='last', timing='none'): "
+        "configure the mcprec replay for this test",
     )
+    record_mode(config, None)  # a bad $MCPREC_MODE or ini value stops the run at once
+
+
+def record_mode(config: pytest.Config, marker_mode: str | None) -> str:
+    """A test's record mode: ``--mcprec-mode``, else ``$MCPREC_MODE``, else the marker's
+    ``mode``, else the ini option ``mcprec_mode``, else ``none``."""
+    for source, value in (("--mcprec-mode", config.getoption("mcprec_mode")),
+                          ("$MCPREC_MODE", os.environ.get("MCPREC_MODE")),
+                          ("the mcprec marker's mode", marker_mode),
+                          ("the ini option mcprec_mode", config.getini("mcprec_mode"))):
+        if value:
+            if value not in MODES:
+                raise pytest.UsageError(f"mcprec: {source} is {value!r}; choose one of "
+                                        f"{', '.join(MODES)}")
+            return str(value)
+    return "none"
 
 
 def _marker_kwargs(request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -59,10 +94,17 @@ def _marker_kwargs(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 
 def default_cassette_path(request: pytest.FixtureRequest) -> Path:
-    """``<test dir>/cassettes/<module>/<test name>.db``."""
-    module = Path(str(request.node.fspath))
+    """``<cassette dir>/<module>/<test name>.db``, the cassette dir being the ini option
+    ``mcprec_cassette_dir`` (relative to the ini file) or ``cassettes`` next to the test file."""
+    module = Path(str(request.node.path))
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-")
-    return module.parent / "cassettes" / module.stem / f"{name}.db"
+    configured = request.config.getini("mcprec_cassette_dir")
+    if configured:
+        config = request.config
+        base = (config.inipath.parent if config.inipath else config.rootpath) / configured
+    else:
+        base = module.parent / "cassettes"
+    return base / module.stem / f"{name}.db"
 
 
 @pytest.fixture
@@ -71,15 +113,148 @@ def mcprec_cassette(request: pytest.FixtureRequest) -> Path:
     kwargs = _marker_kwargs(request)
     if kwargs.get("cassette"):
         path = Path(kwargs["cassette"])
-        return path if path.is_absolute() else Path(str(request.node.fspath)).parent / path
+        return path if path.is_absolute() else Path(str(request.node.path)).parent / path
     return default_cassette_path(request)
 
 
 @pytest.fixture
 def mcprec_mode(request: pytest.FixtureRequest) -> str:
-    kwargs = _marker_kwargs(request)
-    mode = kwargs.get("mode") or request.config.getoption("--mcprec-mode") or "none"
-    return str(mode)
+    """The record mode for this test (``record_mode``)."""
+    return record_mode(request.config, _marker_kwargs(request).get("mode"))
+
+
+def _match_options(kwargs: dict[str, Any]) -> MatchOptions:
+    return MatchOptions(
+        ignore=tuple(kwargs.get("ignore", ())),
+        strict_order=bool(kwargs.get("strict_order", False)),
+        repeat=kwargs.get("repeat", "last"),
+    )
+
+
+def _require_cassette(request: pytest.FixtureRequest, cassette: Path, how: str) -> None:
+    """Fail (or, with --mcprec-skip-missing, skip) a replay-only test without its cassette."""
+    if cassette.exists():
+        return
+    if request.config.getoption("mcprec_skip_missing"):
+        pytest.skip(f"mcprec: no cassette at {cassette}")
+    pytest.fail(f"mcprec: no cassette at {cassette}; {how}", pytrace=False)
+
+
+# --- what is checked after the test -------------------------------------------------------------
+
+
+class _NotYet(Exception):
+    """The replay (or recording) is still running: look again at the fixture's teardown."""
+
+
+Verdict = Callable[[bool, str], "str | None"]
+"""``verdict(final, captured_stderr)``: why the test fails, or None; raises ``_NotYet`` when it
+cannot tell before the fixture's teardown (``final``)."""
+
+
+@dataclass
+class _Check:
+    """One fixture's verdict, taken once: right after a passing test body if it can tell then,
+    else at the fixture's teardown."""
+
+    verdict: Verdict
+    done: bool = False
+
+    def failure(self, *, final: bool, captured: str) -> str | None:
+        if self.done:
+            return None
+        try:
+            found = self.verdict(final, captured)
+        except _NotYet:
+            return None
+        self.done = True
+        return found
+
+
+_CHECKS = pytest.StashKey[list[_Check]]()
+_CALL = pytest.StashKey[pytest.TestReport]()
+
+
+def _captured_stderr(report: pytest.TestReport) -> str:
+    return "\n".join(text for title, text in report.sections if title.startswith("Captured stderr"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    checks = item.stash.get(_CHECKS, None)
+    if report.when == "call" and checks:
+        item.stash[_CALL] = report
+        # a failing body says enough; a passing one fails here, as a plain test failure, when
+        # what it started has ended (a client held by a fixture ends later: see _watched)
+        for check in checks if report.passed else ():
+            failure = check.failure(final=False, captured=_captured_stderr(report))
+            if failure is not None:
+                report.outcome = "failed"
+                report.longrepr = failure
+                break
+    return report
+
+
+@contextlib.contextmanager
+def _watched(request: pytest.FixtureRequest, verdict: Verdict) -> Iterator[None]:
+    """Register a fixture's verdict for the test, and take it at the fixture's teardown if it
+    was not taken right after the body (around the fixture's ``yield``)."""
+    check = _Check(verdict)
+    request.node.stash.setdefault(_CHECKS, []).append(check)
+    yield
+    call = request.node.stash.get(_CALL, None)
+    if call is None or not call.passed:
+        return
+    failure = check.failure(final=True, captured=_captured_stderr(call))
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
+
+
+def _replay_verdict(report: dict[str, Any], cassette: Path, kwargs: dict[str, Any],
+                    stderr: str) -> str | None:
+    from .testing import check_replay
+
+    try:
+        check_replay(report, cassette=cassette,
+                     allow_unmatched=bool(kwargs.get("allow_unmatched", False)),
+                     all_played=bool(kwargs.get("assert_all_played", False)), stderr=stderr)
+    except AssertionError as e:
+        return str(e)
+    return None
+
+
+def _recording_verdict(cassette: Path, session: str, existed: bool, final: bool) -> str | None:
+    """None if the recording holds a request from the client. Else why the test fails, after
+    removing the empty session (and the cassette, if the test created it), so that the next run
+    records again. Before the end, only a recording that has ended is judged."""
+    from .cassette import Cassette
+
+    if cassette.exists() and cassette.stat().st_size:
+        with Cassette.open(cassette) as c:
+            try:
+                found = c.session(session)
+            except SessionNotFoundError:
+                found = None
+            if found is not None and c.has_requests(found):
+                return None
+            if not final and (found is None or found.status == "recording"):
+                raise _NotYet
+            if found is not None:
+                c.delete_session(found.name)
+            left = c.sessions()
+        if not left and not existed:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with contextlib.suppress(FileNotFoundError):
+                    Path(f"{cassette}{suffix}").unlink()
+    elif not final:
+        raise _NotYet
+    return (f"mcprec: the test recorded nothing into {cassette} (session {session!r}): its "
+            "client sent no request through the mcprec fixture; nothing was kept")
+
+
+# --- the fixtures ---------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -89,99 +264,91 @@ def mcprec_server(
 ) -> Iterator[Any]:
     """A ``ReplayServer``: ``.params`` for the mcp SDK's ``stdio_client``, ``.argv`` for others."""
     from .replay import needs_recording
-    from .testing import replay_server
+    from .testing import cassette_lock, replay_server
 
     kwargs = _marker_kwargs(request)
-    server = kwargs.get("server")
-    if server is None:
-        try:  # a conftest fixture naming the real server, whether or not the test asks for it
-            server = request.getfixturevalue("mcprec_real_server")
-        except pytest.FixtureLookupError:
-            server = None
-    if server is None and mcprec_mode != "none" and (
-            mcprec_mode in ("all", "new_episodes") or not mcprec_cassette.exists()):
-        pytest.fail(
-            f"mcprec: mode {mcprec_mode!r} needs the real server to record {mcprec_cassette}; "
-            "give it with @pytest.mark.mcprec(server=[...]) or a mcprec_real_server fixture",
-            pytrace=False,
-        )
-    if mcprec_mode == "none" and not mcprec_cassette.exists():
-        pytest.fail(
-            f"mcprec: no cassette at {mcprec_cassette}; record it with --mcprec-mode=once "
-            "(and give the real server with @pytest.mark.mcprec(server=[...]))",
-            pytrace=False,
-        )
-    options = MatchOptions(
-        ignore=tuple(kwargs.get("ignore", ())),
-        strict_order=bool(kwargs.get("strict_order", False)),
-        repeat=kwargs.get("repeat", "last"),
-    )
-    report = tmp_path_factory.mktemp("mcprec") / "report.json"
+    cassette, mode = mcprec_cassette, mcprec_mode
+    if mode == "none":
+        _require_cassette(request, cassette, "record it with --mcprec-mode=once (and give the "
+                          "real server with @pytest.mark.mcprec(server=[...]))")
     # recording modes name what they record; plain replay takes the latest session
-    session = kwargs.get("session") or (DEFAULT_SESSION if mcprec_mode != "none" else None)
-    rs = replay_server(
-        mcprec_cassette, session=session,
-        mode=mcprec_mode, server=list(server or ()), options=options,
-        timing=str(kwargs.get("timing", "none")), report_path=report,
-    )
-    # a run that records (once with nothing recorded yet, all) plays nothing and writes no report
-    check = bool(kwargs.get("assert_all_played", False)) and not needs_recording(
-        mcprec_cassette, session, mcprec_mode)
-    request.node._mcprec_server = (rs, check)
-    yield rs
+    session = kwargs.get("session") or (DEFAULT_SESSION if mode != "none" else None)
+    existed = cassette.exists()
+    with contextlib.ExitStack() as lock:
+        recording = needs_recording(cassette, session, mode)
+        if recording or mode == "new_episodes":
+            lock.enter_context(cassette_lock(cassette))
+            recording = needs_recording(cassette, session, mode)  # by another worker meanwhile?
+            if not recording and mode == "once":
+                lock.close()  # recorded while we waited: replay it like any other test
+        server = kwargs.get("server")
+        if server is None:
+            try:  # a conftest fixture naming the real server, whether or not the test asks for it
+                server = request.getfixturevalue("mcprec_real_server")
+            except pytest.FixtureLookupError:
+                server = None
+        if server is None and (recording or mode == "new_episodes"):
+            pytest.fail(
+                f"mcprec: mode {mode!r} needs the real server to record {cassette}; give it "
+                "with @pytest.mark.mcprec(server=[...]) or a mcprec_real_server fixture",
+                pytrace=False,
+            )
+        rs = replay_server(
+            cassette, session=session, mode=mode, server=list(server or ()),
+            options=_match_options(kwargs), timing=str(kwargs.get("timing", "none")),
+            report_path=tmp_path_factory.mktemp("mcprec") / "report.json",
+            allow_unmatched=bool(kwargs.get("allow_unmatched", False)),
+        )
+
+        def verdict(final: bool, captured: str) -> str | None:
+            if recording:
+                if not rs.launched:
+                    final = True  # nothing will come
+                return _recording_verdict(cassette, str(session), existed, final)
+            if not rs.launched:
+                if kwargs.get("assert_all_played"):
+                    return (f"mcprec: the test never started the replay of {cassette} "
+                            "(with mcprec_server.params or .argv)")
+                return None
+            assert rs.report_path is not None
+            if not final and not rs.report_path.exists():
+                raise _NotYet
+            try:
+                report = rs.report()
+            except ReplayError as e:
+                return f"mcprec: {e}"
+            return _replay_verdict(report, cassette, kwargs, captured)
+
+        with _watched(request, verdict):
+            yield rs
 
 
 @pytest.fixture
 def mcprec_http_server(
-    request: pytest.FixtureRequest, mcprec_cassette: Path,
+    request: pytest.FixtureRequest, mcprec_cassette: Path, mcprec_mode: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Any]:
     """A running ``mcprec replay --http`` for this test's cassette; ``.url`` is the endpoint."""
     from .testing import replay_http_server
 
     kwargs = _marker_kwargs(request)
-    if not mcprec_cassette.exists():
-        pytest.fail(f"mcprec: no cassette at {mcprec_cassette}; record one with "
-                    "`mcprec record --target URL -c PATH`", pytrace=False)
-    options = MatchOptions(
-        ignore=tuple(kwargs.get("ignore", ())),
-        strict_order=bool(kwargs.get("strict_order", False)),
-        repeat=kwargs.get("repeat", "last"),
-    )
-    report = tmp_path_factory.mktemp("mcprec") / "report.json"
-    with replay_http_server(mcprec_cassette, session=kwargs.get("session"), options=options,
+    cassette = mcprec_cassette
+    _require_cassette(request, cassette, "record one with `mcprec record --target URL -c PATH`")
+    with replay_http_server(cassette, session=kwargs.get("session"),
+                            options=_match_options(kwargs),
                             timing=str(kwargs.get("timing", "none")),
-                            report_path=report) as server:
-        yield server
-    if kwargs.get("assert_all_played"):
-        _check_played(server.report(), mcprec_cassette)
+                            report_path=tmp_path_factory.mktemp("mcprec") / "report.json",
+                            allow_unmatched=bool(kwargs.get("allow_unmatched", False))) as server:
 
+        def verdict(final: bool, captured: str) -> str | None:
+            if not final:
+                raise _NotYet  # the report is written when the server stops
+            server.stop()
+            try:
+                report = server.report()
+            except ReplayError as e:
+                return f"mcprec: {e}"
+            return _replay_verdict(report, cassette, kwargs, server.stderr)
 
-def _check_played(report: dict[str, Any], cassette: Path) -> None:
-    unplayed = report.get("unplayed") or []
-    unmatched = report.get("unmatched") or []
-    if unplayed or unmatched:
-        lines = [f"mcprec: {len(unplayed)} recorded request(s) were never played"
-                 f" and {len(unmatched)} request(s) had no recorded match in {cassette}"]
-        lines += [f"  unplayed: seq {u['seq']} {u['method']}" for u in unplayed[:20]]
-        lines += [f"  unmatched: {u['method']} id={u['id']}" for u in unmatched[:20]]
-        pytest.fail("\n".join(lines), pytrace=False)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    # a new-style wrapper: failing here is a plain test failure (an old-style hookwrapper that
-    # raises in its teardown also warns, which filterwarnings=error turns into another error)
-    result = yield  # re-raises when the test itself failed: nothing more to check then
-    entry = getattr(item, "_mcprec_server", None)
-    if entry is None:
-        return result
-    rs, assert_all_played = entry
-    if not assert_all_played or rs.mode in ("all",):
-        return result
-    try:
-        report = rs.report()
-    except ReplayError as e:
-        pytest.fail(f"mcprec: {e}", pytrace=False)
-    _check_played(report, rs.cassette)
-    return result
+        with _watched(request, verdict):
+            yield server

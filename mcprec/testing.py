@@ -1,10 +1,12 @@
-"""Helpers for tests: launch parameters for a replayed server, and an in-process replay.
+"""Helpers for tests: launch parameters for a replayed server, an in-process replay, and the
+checks the pytest plugin makes after a test.
 
-    from mcprec.testing import replay_server, replay_streams
+    from mcprec.testing import check_replay, replay_server, replay_streams
 
     # a subprocess, for any client that launches servers (here the mcp SDK's stdio_client):
-    server = replay_server("tests/cassettes/weather.db")
+    server = replay_server("tests/cassettes/weather.db", report_path="report.json")
     async with stdio_client(server.params) as (read, write): ...
+    check_replay(server.report())  # AssertionError if a request had no recorded match
 
     # in-process, no subprocess at all (fastest), for the mcp SDK's ClientSession:
     async with replay_streams("tests/cassettes/weather.db") as (read, write):
@@ -15,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,43 @@ import orjson
 
 from .errors import ReplayError
 from .matching import MatchOptions
+
+
+def replay_args(
+    cassette: str | os.PathLike[str],
+    *,
+    session: str | None = None,
+    mode: str = "none",
+    options: MatchOptions | None = None,
+    timing: str = "none",
+    report_path: str | os.PathLike[str] | None = None,
+    allow_unmatched: bool = False,
+) -> list[str]:
+    """The arguments of ``mcprec replay`` for these settings, defaults left out: the plain form
+    (cassette, session, report) is the one the click-free entry point serves, which every test
+    pays for at start-up."""
+    opts = options or MatchOptions()
+    if opts.matchers:
+        raise ValueError("custom matcher callables work in-process only (replay_streams)")
+    args = ["replay", str(cassette)]
+    # `none` is said only to overrule a $MCPREC_MODE the replay would otherwise read
+    if mode != "none" or os.environ.get("MCPREC_MODE", "none") != "none":
+        args += ["--mode", mode]
+    if session:
+        args += ["--session", session]
+    if timing != "none":
+        args += ["--timing", timing]
+    if opts.repeat != "last":
+        args += ["--repeat", opts.repeat]
+    if opts.strict_order:
+        args.append("--strict-order")
+    for path in opts.ignore:
+        args += ["--ignore", path]
+    if report_path is not None:
+        args += ["--report", str(report_path)]
+    if allow_unmatched:
+        args.append("--allow-unmatched")
+    return args
 
 
 @dataclass
@@ -40,6 +80,10 @@ class ReplayServer:
     timing: str = "none"
     report_path: Path | None = None
     env: dict[str, str] | None = None
+    allow_unmatched: bool = False
+    launched: bool = field(default=False, init=False, compare=False)
+    """Whether the launch parameters were read (``args``, ``argv`` or ``params``): a test that
+    never read them never started the replay, and no report will come."""
 
     @property
     def command(self) -> str:
@@ -47,19 +91,12 @@ class ReplayServer:
 
     @property
     def args(self) -> list[str]:
-        args = ["-m", "mcprec", "replay", str(self.cassette), "--mode", self.mode,
-                "--timing", self.timing, "--repeat", self.options.repeat]
-        if self.session:
-            args += ["--session", self.session]
-        if self.options.strict_order:
-            args.append("--strict-order")
-        for path in self.options.ignore:
-            args += ["--ignore", path]
-        if self.report_path is not None:
-            args += ["--report", str(self.report_path)]
-        if self.options.matchers:
-            raise ValueError("custom matcher callables work in-process only (replay_streams)")
-        if self.server:
+        self.launched = True
+        args = ["-m", "mcprec", *replay_args(
+            self.cassette, session=self.session, mode=self.mode, options=self.options,
+            timing=self.timing, report_path=self.report_path,
+            allow_unmatched=self.allow_unmatched)]
+        if self.server and self.mode != "none":  # replay alone never starts it
             args += ["--", *self.server]
         return args
 
@@ -103,11 +140,119 @@ def replay_server(
     options: MatchOptions | None = None,
     timing: str = "none",
     report_path: str | os.PathLike[str] | None = None,
+    allow_unmatched: bool = False,
 ) -> ReplayServer:
     return ReplayServer(
         Path(cassette), session, mode, list(server), options or MatchOptions(), timing,
         Path(report_path) if report_path is not None else None,
+        allow_unmatched=allow_unmatched,
     )
+
+
+# --- after the test: what the replay's report says ----------------------------------------------
+
+_NO_MATCH = re.compile(r"^mcprec: (no recorded response matches request id=(.+?) (\S+) \(session .*)$")
+
+
+def near_misses(stderr: str) -> list[tuple[str, str, str]]:
+    """The no-match reports in a replay's stderr, in order: ``(id text, method, report)``, the
+    report being what follows ``mcprec: `` (the request, the playback position and the closest
+    recorded requests)."""
+    found: list[tuple[str, str, str]] = []
+    lines = stderr.splitlines()
+    for i, line in enumerate(lines):
+        m = _NO_MATCH.match(line)
+        if m is None:
+            continue
+        block = [m.group(1)]
+        for more in lines[i + 1:]:
+            if not more.startswith("  "):
+                break
+            block.append(more)
+        found.append((m.group(2), m.group(3), "\n".join(block)))
+    return found
+
+
+def check_replay(
+    report: Mapping[str, Any],
+    *,
+    cassette: str | os.PathLike[str] | None = None,
+    allow_unmatched: bool = False,
+    all_played: bool = False,
+    stderr: str = "",
+) -> None:
+    """Raise ``AssertionError`` when the replay's ``report`` lists a request that had no
+    recorded match (unless ``allow_unmatched``) or, with ``all_played``, a recorded request that
+    no request used. Requests the recording itself left unanswered count as neither.
+
+    ``stderr``, the replay's, supplies each unmatched request's closest recorded requests.
+    """
+    where = f" in {cassette}" if cassette is not None else ""
+    lines: list[str] = []
+    unmatched = list(report.get("unmatched") or [])
+    if unmatched and not allow_unmatched:
+        lines.append(f"mcprec: {len(unmatched)} request(s) had no recorded match{where} "
+                     "(allow_unmatched=True accepts that)")
+        misses = near_misses(stderr)
+        for u in unmatched[:10]:
+            rid, method = orjson.dumps(u.get("id")).decode(), str(u.get("method"))
+            found = u.get("report") or _take(misses, rid, method)
+            if found:
+                lines += ["  " + line for line in found.splitlines()]
+            else:
+                lines.append(f"  id={rid} {method} (its closest recorded requests are in the "
+                             "replay's stderr)")
+    unplayed = list(report.get("unplayed") or [])
+    if all_played and unplayed:
+        lines.append(f"mcprec: {len(unplayed)} recorded request(s) were never played{where}")
+        lines += [f"  unplayed: seq {u['seq']} {u['method']}" for u in unplayed[:20]]
+    if lines:
+        raise AssertionError("\n".join(lines))
+
+
+def _take(misses: list[tuple[str, str, str]], rid: str, method: str) -> str | None:
+    """The first report in ``misses`` for this request, removed (ids repeat across sessions)."""
+    for i, (mid, mmethod, text) in enumerate(misses):
+        if (mid, mmethod) == (rid, method):
+            del misses[i]
+            return text
+    return None
+
+
+@contextlib.contextmanager
+def cassette_lock(cassette: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive lock on ``<cassette>.lock`` for the block, waiting for it if another
+    process holds it: processes that record the same cassette (pytest-xdist workers) take turns.
+    The lock file is removed on the way out. Without ``fcntl`` (Windows) it does not lock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path = Path(cassette)
+    lock = path.with_name(path.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            # the holder before us may have removed the file we waited on: lock the new one
+            held = os.fstat(fd)
+            now = os.stat(lock)
+            if (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino):
+                break
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()  # before the lock goes, so that no one waits on a removed file
+        os.close(fd)
 
 
 @contextlib.asynccontextmanager
@@ -181,6 +326,8 @@ class HTTPReplayServer:
     url: str
     process: Any
     report_path: Path | None
+    _stderr: list[bytes] = field(default_factory=list, repr=False)
+    _drained: Any = field(default=None, repr=False)
 
     def stop(self, timeout: float = 10.0) -> int:
         """Stop it (SIGINT, as Ctrl-C would) and return its exit code."""
@@ -194,7 +341,14 @@ class HTTPReplayServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self._drained is not None:
+            self._drained.join(timeout)
         return int(self.process.returncode)
+
+    @property
+    def stderr(self) -> str:
+        """What the replay wrote on stderr so far (complete once stopped)."""
+        return b"".join(self._stderr).decode(errors="replace")
 
     def report(self) -> dict[str, Any]:
         if self.report_path is None or not self.report_path.exists():
@@ -211,44 +365,62 @@ def replay_http_server(
     timing: str = "none",
     report_path: str | os.PathLike[str] | None = None,
     startup_timeout: float = 20.0,
-) -> Any:
+    allow_unmatched: bool = False,
+) -> Iterator[HTTPReplayServer]:
     """Run ``mcprec replay --http`` on a free port for the duration of the block; yields an
     ``HTTPReplayServer`` whose ``url`` the client under test connects to."""
+    argv = [sys.executable, "-m", "mcprec", *replay_args(
+        cassette, session=session, options=options, timing=timing, report_path=report_path,
+        allow_unmatched=allow_unmatched), "--http", "--listen", "127.0.0.1:0"]
+    with _serving(argv, "mcprec replay --http", startup_timeout) as (proc, url, err, drained):
+        server = HTTPReplayServer(url, proc, Path(report_path) if report_path is not None
+                                  else None, err, drained)
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@contextlib.contextmanager
+def _serving(argv: list[str], what: str, startup_timeout: float
+             ) -> Iterator[tuple[Any, str, list[bytes], Any]]:
+    """Start ``argv``, a server that prints its URL as its first line on stdout; yields the
+    process, the URL, its stderr as it comes (read all along, so that a chatty server never
+    blocks on a full pipe) and the thread reading it. Stops it on the way out."""
+    import signal
     import subprocess
     import threading
 
-    opts = options or MatchOptions()
-    argv = [sys.executable, "-m", "mcprec", "replay", str(cassette), "--http", "--listen",
-            "127.0.0.1:0", "--timing", timing, "--repeat", opts.repeat]
-    if session:
-        argv += ["--session", session]
-    if opts.strict_order:
-        argv.append("--strict-order")
-    for path in opts.ignore:
-        argv += ["--ignore", path]
-    if report_path is not None:
-        argv += ["--report", str(report_path)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    lines: list[bytes] = []
+    assert proc.stdout is not None and proc.stderr is not None
+    pipe = proc.stderr
+    err: list[bytes] = []
+    drained = threading.Thread(target=lambda: err.extend(iter(pipe.readline, b"")), daemon=True)
+    drained.start()
+    first: list[bytes] = []
     got = threading.Event()
 
     def read_url() -> None:
         assert proc.stdout is not None
-        lines.append(proc.stdout.readline())
+        first.append(proc.stdout.readline())
         got.set()
 
     threading.Thread(target=read_url, daemon=True).start()
-    if not got.wait(startup_timeout) or not lines[0].strip():
-        proc.kill()
-        _, err = proc.communicate()
-        raise ReplayError(f"mcprec replay --http did not start: {err.decode(errors='replace')}")
-    server = HTTPReplayServer(lines[0].decode().strip(), proc,
-                              Path(report_path) if report_path is not None else None)
     try:
-        yield server
+        if not got.wait(startup_timeout) or not first[0].strip():
+            proc.kill()
+            proc.wait()
+            drained.join(5)
+            raise ReplayError(f"{what} did not start: {b''.join(err).decode(errors='replace')}")
+        yield proc, first[0].decode().strip(), err, drained
     finally:
-        server.stop()
-        if proc.stdout is not None:
-            proc.stdout.close()
-        if proc.stderr is not None:
-            proc.stderr.close()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        drained.join(5)
+        proc.stdout.close()
+        proc.stderr.close()

@@ -1,5 +1,6 @@
 """The pytest plugin's `mcprec_http_server` fixture with `@pytest.mark.mcprec(cassette=...)`, run
-in pytester against a cassette recorded through the HTTP proxy."""
+in pytester against a cassette recorded through the HTTP proxy: replay, strictness (a request
+with no recorded match fails the test at teardown), a missing cassette."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ import pytest
 
 from helpers import dump
 from http_helpers import run_http_session, run_sync, start_proxy, start_sdk_http
+from plugin_helpers import INNER_ARGS
+from plugin_helpers import no_mode_from_the_environment  # noqa: F401 - autouse here too
 
 pytest_plugins = ["pytester"]
-
-# the hypothesis plugin takes ~1 s to set up in every in-process run, and is not used here
-INNER_ARGS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
 
 
 async def scenario(s: Any, run: Any) -> None:
@@ -56,6 +56,19 @@ def call_add(url, *, echo=True):
                 if echo:
                     assert (await s.call_tool("echo", {"text": "hi"})).content[0].text == "hi"
                 return result.structured_content
+    return anyio.run(main)
+
+
+def call_swallowing(url, name, args):
+    """The tool's structured result, or "error": a client that swallows errors."""
+    async def main():
+        async with streamable_http_client(url) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                try:
+                    return (await s.call_tool(name, args)).structured_content
+                except Exception:
+                    return "error"
     return anyio.run(main)
 '''
 
@@ -118,3 +131,52 @@ def test_x(mcprec_http_server):
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*mcprec: no cassette at {missing}*"])
     result.stdout.no_fnmatch_line("*Traceback*")
+
+
+def test_unmatched_request_fails_at_teardown_naming_the_closest_recorded_one(
+        pytester: pytest.Pytester, recorded: SimpleNamespace) -> None:
+    """A request with no recorded match fails the test when the replay stops, with the near-miss
+    report taken from the replay's own stderr."""
+    pytester.makepyfile(CLIENT + f'''
+
+@pytest.mark.mcprec(cassette={str(recorded.cassette)!r})
+def test_add(mcprec_http_server):
+    assert call_swallowing(mcprec_http_server.url, "add", {{"a": 20, "b": 3}}) == "error"
+''')
+    result = pytester.runpytest(*INNER_ARGS)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines([
+        "*ERROR at teardown of test_add*",
+        "*mcprec: 1 request(s) had no recorded match in *plugin.db*",
+        "*no recorded response matches request id=* tools/call (session 'plugin'*",
+        "*closest recorded requests:*",
+        "*params.arguments.a: recorded 2, got 20*",
+    ])
+
+
+def test_allow_unmatched_accepts_it(pytester: pytest.Pytester, recorded: SimpleNamespace
+                                    ) -> None:
+    """allow_unmatched=True in the marker lets the same test pass."""
+    pytester.makepyfile(CLIENT + f'''
+
+@pytest.mark.mcprec(cassette={str(recorded.cassette)!r}, allow_unmatched=True)
+def test_add(mcprec_http_server):
+    assert call_swallowing(mcprec_http_server.url, "add", {{"a": 20, "b": 3}}) == "error"
+''')
+    pytester.runpytest(*INNER_ARGS).assert_outcomes(passed=1)
+
+
+def test_skip_missing_skips_a_test_without_its_cassette(pytester: pytest.Pytester,
+                                                        tmp_path: Path) -> None:
+    """--mcprec-skip-missing turns the missing-cassette failure into a skip naming the path."""
+    missing = tmp_path / "nope.db"
+    pytester.makepyfile(f'''
+import pytest
+
+@pytest.mark.mcprec(cassette={str(missing)!r})
+def test_x(mcprec_http_server):
+    pass
+''')
+    result = pytester.runpytest("--mcprec-skip-missing", "-rs", *INNER_ARGS)
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([f"*mcprec: no cassette at {missing}*"])
