@@ -36,6 +36,27 @@ class _Group(click.Group):
             raise McprecCommandError("interrupted", 130) from None
 
 
+class _ServerCommand(click.Command):
+    """A command whose last argument is a server's command line. The server's own options must
+    pass through unparsed, but an option of ours that does not exist, given before the
+    server, is a typo: "no such option", not a server called ``--script``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        for param in self.params:
+            value = ctx.params.get(param.name or "") if isinstance(param, click.Argument) else None
+            first = value[0] if isinstance(value, tuple) and value else value
+            if isinstance(first, str) and first.startswith("-") and first != "-":
+                import difflib
+
+                name = first.split("=", 1)[0]
+                known = [o for p in self.params if isinstance(p, click.Option)
+                         for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+                raise click.NoSuchOption(name, possibilities=difflib.get_close_matches(
+                    name, known, n=1), ctx=ctx)
+        return rest
+
+
 def _parse_tags(values: tuple[str, ...]) -> dict[str, str]:
     tags = {}
     for v in values:
@@ -82,7 +103,8 @@ def cli() -> None:
     """
 
 
-@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@cli.command(cls=_ServerCommand,
+             context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("-c", "--cassette", type=click.Path(dir_okay=False), envvar="MCPREC_CASSETTE",
               help=CASSETTE_HELP)
 @click.option("-s", "--session", help="Session name (default: <server>-<time>-<random>).",
@@ -454,7 +476,7 @@ def import_(dump: str, cassette: str, replace: bool) -> None:
     click.echo(f"imported {len(names)} session(s) into {cassette}: {', '.join(names)}", err=True)
 
 
-@cli.command(context_settings={"ignore_unknown_options": True})
+@cli.command(cls=_ServerCommand, context_settings={"ignore_unknown_options": True})
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.option("-s", "--session", help="The recorded session to verify against (default: latest).")
 @click.option("--timeout", type=float, default=30.0, show_default=True,
