@@ -11,7 +11,8 @@ The cassette defaults to ``<test dir>/cassettes/<module>/<test name>.db`` (the i
 ``none`` (``record_mode``). A test fails when a request of its replay had no recorded match
 (``allow_unmatched=True`` accepts that), when it recorded nothing, and, with
 ``assert_all_played=True``, when recorded requests were never used. The real server for the
-recording modes comes from the marker's ``server`` or from a ``mcprec_real_server`` fixture.
+recording modes comes from the marker's ``server`` (argv) or ``target`` (an HTTP server's URL),
+or from a ``mcprec_real_server`` or ``mcprec_real_target`` fixture.
 Tests that record the same cassette take turns (``testing.cassette_lock``), so that
 pytest-xdist workers do not collide.
 """
@@ -33,8 +34,8 @@ from .matching import MatchOptions
 
 DEFAULT_SESSION = "default"
 MODES = ("none", "once", "new_episodes", "all")  # mcprec.replay's, which pytest need not load
-_MARKER_KEYS = {"cassette", "session", "server", "mode", "assert_all_played", "allow_unmatched",
-                "ignore", "strict_order", "repeat", "timing"}
+_MARKER_KEYS = {"cassette", "session", "server", "target", "mode", "assert_all_played",
+                "allow_unmatched", "ignore", "strict_order", "repeat", "timing"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,9 +62,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "mcprec(cassette=None, session=None, server=None, mode=None, assert_all_played=False, "
-        "allow_unmatched=False, ignore=(), strict_order=False, repeat='last', timing='none'): "
-        "configure the mcprec replay for this test",
+        "mcprec(cassette=None, session=None, server=None, target=None, mode=None, "
+        "assert_all_played=False, allow_unmatched=False, ignore=(), strict_order=False, "
+        "repeat='last', timing='none'): configure the mcprec replay for this test",
     )
     record_mode(config, None)  # a bad $MCPREC_MODE or ini value stops the run at once
 
@@ -257,6 +258,15 @@ def _recording_verdict(cassette: Path, session: str, existed: bool, final: bool)
 # --- the fixtures ---------------------------------------------------------------------------------
 
 
+def _fixture_or_none(request: pytest.FixtureRequest, name: str) -> Any:
+    """A fixture of the user's that names the real server (``mcprec_real_server``,
+    ``mcprec_real_target``), whether or not the test asks for it; None without one."""
+    try:
+        return request.getfixturevalue(name)
+    except pytest.FixtureLookupError:
+        return None
+
+
 @pytest.fixture
 def mcprec_server(
     request: pytest.FixtureRequest, mcprec_cassette: Path, mcprec_mode: str,
@@ -281,12 +291,7 @@ def mcprec_server(
             recording = needs_recording(cassette, session, mode)  # by another worker meanwhile?
             if not recording and mode == "once":
                 lock.close()  # recorded while we waited: replay it like any other test
-        server = kwargs.get("server")
-        if server is None:
-            try:  # a conftest fixture naming the real server, whether or not the test asks for it
-                server = request.getfixturevalue("mcprec_real_server")
-            except pytest.FixtureLookupError:
-                server = None
+        server = kwargs.get("server") or _fixture_or_none(request, "mcprec_real_server")
         if server is None and (recording or mode == "new_episodes"):
             pytest.fail(
                 f"mcprec: mode {mode!r} needs the real server to record {cassette}; give it "
@@ -328,12 +333,36 @@ def mcprec_http_server(
     request: pytest.FixtureRequest, mcprec_cassette: Path, mcprec_mode: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Any]:
-    """A running ``mcprec replay --http`` for this test's cassette; ``.url`` is the endpoint."""
-    from .testing import replay_http_server
+    """A running ``mcprec replay --http`` for this test's cassette or, when the mode records, a
+    recording proxy in front of the real HTTP server; ``.url`` is the endpoint either way."""
+    from .replay import needs_recording
+    from .testing import cassette_lock
 
     kwargs = _marker_kwargs(request)
-    cassette = mcprec_cassette
-    _require_cassette(request, cassette, "record one with `mcprec record --target URL -c PATH`")
+    cassette, mode = mcprec_cassette, mcprec_mode
+    session = kwargs.get("session") or DEFAULT_SESSION
+    existed = cassette.exists()
+    # replay --http does not forward yet: new_episodes records what is missing, as once does
+    as_mode = "all" if mode == "all" else "once"
+    with contextlib.ExitStack() as lock:
+        recording = mode != "none" and needs_recording(cassette, session, as_mode)
+        if recording:
+            lock.enter_context(cassette_lock(cassette))
+            recording = needs_recording(cassette, session, as_mode)  # by another worker?
+            if not recording:
+                lock.close()
+        if recording:
+            yield from _record_http(request, kwargs, cassette, session, existed)
+        else:
+            _require_cassette(request, cassette, "record it with --mcprec-mode=once (and give "
+                              "the real server with @pytest.mark.mcprec(target=URL))")
+            yield from _replay_http(request, kwargs, cassette, tmp_path_factory)
+
+
+def _replay_http(request: pytest.FixtureRequest, kwargs: dict[str, Any], cassette: Path,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from .testing import replay_http_server
+
     with replay_http_server(cassette, session=kwargs.get("session"),
                             options=_match_options(kwargs),
                             timing=str(kwargs.get("timing", "none")),
@@ -342,7 +371,7 @@ def mcprec_http_server(
 
         def verdict(final: bool, captured: str) -> str | None:
             if not final:
-                raise _NotYet  # the report is written when the server stops
+                raise _NotYet  # the report is written when the server stops, below
             server.stop()
             try:
                 report = server.report()
@@ -352,3 +381,37 @@ def mcprec_http_server(
 
         with _watched(request, verdict):
             yield server
+
+
+def _record_http(request: pytest.FixtureRequest, kwargs: dict[str, Any], cassette: Path,
+                 session: str, existed: bool) -> Iterator[Any]:
+    from .testing import record_http_proxy
+
+    target = kwargs.get("target") or _fixture_or_none(request, "mcprec_real_target")
+    if not target:
+        pytest.fail(f"mcprec: recording {cassette} needs the real HTTP server; give its URL "
+                    "with @pytest.mark.mcprec(target=URL) or a mcprec_real_target fixture",
+                    pytrace=False)
+    _forget(cassette, session)  # mode all: the proxy records under these names again
+    with record_http_proxy(str(target), cassette, session=session) as proxy:
+
+        def verdict(final: bool, captured: str) -> str | None:
+            if not final:
+                raise _NotYet  # sessions are complete when the proxy stops, below
+            proxy.stop()
+            return _recording_verdict(cassette, session, existed, final=True)
+
+        with _watched(request, verdict):
+            yield proxy
+
+
+def _forget(cassette: Path, session: str) -> None:
+    """Delete ``session`` and the ``session-N`` the recording proxy names the next ones."""
+    if not cassette.exists():
+        return
+    from .cassette import Cassette
+
+    with Cassette.open(cassette) as c:
+        for s in c.sessions():
+            if re.fullmatch(re.escape(session) + r"(-\d+)?", s.name):
+                c.delete_session(s.name)

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from .errors import ReplayError
+from .errors import McprecError, ReplayError, ServerStartError
 from .matching import MatchOptions
 
 
@@ -319,8 +319,26 @@ async def replay_streams(
         c.close()
 
 
+class _Served:
+    """A server subprocess that announced its URL (``_serving``)."""
+
+    process: Any
+    _stderr: list[bytes]
+    _drained: Any
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """Stop it (SIGINT, as Ctrl-C would; the recording proxy flushes every session) and
+        return its exit code."""
+        return _stop(self.process, self._drained, timeout)
+
+    @property
+    def stderr(self) -> str:
+        """What it wrote on stderr so far (complete once stopped)."""
+        return b"".join(self._stderr).decode(errors="replace")
+
+
 @dataclass
-class HTTPReplayServer:
+class HTTPReplayServer(_Served):
     """A running ``mcprec replay --http`` subprocess: ``.url`` is its endpoint."""
 
     url: str
@@ -328,27 +346,6 @@ class HTTPReplayServer:
     report_path: Path | None
     _stderr: list[bytes] = field(default_factory=list, repr=False)
     _drained: Any = field(default=None, repr=False)
-
-    def stop(self, timeout: float = 10.0) -> int:
-        """Stop it (SIGINT, as Ctrl-C would) and return its exit code."""
-        import signal
-        import subprocess
-
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self._drained is not None:
-            self._drained.join(timeout)
-        return int(self.process.returncode)
-
-    @property
-    def stderr(self) -> str:
-        """What the replay wrote on stderr so far (complete once stopped)."""
-        return b"".join(self._stderr).decode(errors="replace")
 
     def report(self) -> dict[str, Any]:
         if self.report_path is None or not self.report_path.exists():
@@ -381,46 +378,106 @@ def replay_http_server(
             server.stop()
 
 
+@dataclass
+class HTTPRecordingProxy(_Served):
+    """A running ``mcprec record --target`` subprocess: ``.url`` is the proxy's endpoint, which
+    forwards to the target and records into ``cassette``."""
+
+    url: str
+    process: Any
+    cassette: Path
+    _stderr: list[bytes] = field(default_factory=list, repr=False)
+    _drained: Any = field(default=None, repr=False)
+
+
 @contextlib.contextmanager
-def _serving(argv: list[str], what: str, startup_timeout: float
-             ) -> Iterator[tuple[Any, str, list[bytes], Any]]:
-    """Start ``argv``, a server that prints its URL as its first line on stdout; yields the
-    process, the URL, its stderr as it comes (read all along, so that a chatty server never
-    blocks on a full pipe) and the thread reading it. Stops it on the way out."""
+def record_http_proxy(
+    target: str,
+    cassette: str | os.PathLike[str],
+    *,
+    session: str | None = None,
+    startup_timeout: float = 20.0,
+) -> Iterator[HTTPRecordingProxy]:
+    """Run ``mcprec record --target TARGET`` on a free port for the duration of the block; yields
+    an ``HTTPRecordingProxy`` whose ``url`` the client under test connects to. Each client session
+    is recorded into ``cassette`` (the first as ``session``, the next ``session-2``, ...)."""
+    argv = [sys.executable, "-m", "mcprec", "record", "--target", target, "--listen",
+            "127.0.0.1:0", "-c", str(cassette), *(["-s", session] if session else [])]
+    with _serving(argv, "mcprec record --target", startup_timeout, announced=_PROXY_URL,
+                  error=ServerStartError) as (proc, url, err, drained):
+        proxy = HTTPRecordingProxy(url, proc, Path(cassette), err, drained)
+        try:
+            yield proxy
+        finally:
+            proxy.stop()
+
+
+_PROXY_URL = re.compile(rb"^mcprec: recording (\S+) -> ")
+
+
+def _stop(process: Any, drained: Any, timeout: float) -> int:
+    """SIGINT, as Ctrl-C would; SIGKILL after ``timeout``. The exit code."""
     import signal
+    import subprocess
+
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if drained is not None:
+        drained.join(timeout)
+    return int(process.returncode)
+
+
+@contextlib.contextmanager
+def _serving(argv: list[str], what: str, startup_timeout: float,
+             announced: re.Pattern[bytes] | None = None, error: type[McprecError] = ReplayError,
+             ) -> Iterator[tuple[Any, str, list[bytes], Any]]:
+    """Start ``argv``, a server that announces its URL: as its first line on stdout, or in the
+    first stderr line that matches ``announced`` (group 1). Yields the process, the URL, its
+    stderr as it comes (read all along, so that a chatty server never blocks on a full pipe)
+    and the thread reading it. Stops it on the way out."""
     import subprocess
     import threading
 
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None and proc.stderr is not None
-    pipe = proc.stderr
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE if announced is None
+                            else subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    out, pipe = proc.stdout, proc.stderr
     err: list[bytes] = []
-    drained = threading.Thread(target=lambda: err.extend(iter(pipe.readline, b"")), daemon=True)
-    drained.start()
-    first: list[bytes] = []
+    url: list[bytes] = []
     got = threading.Event()
 
-    def read_url() -> None:
-        assert proc.stdout is not None
-        first.append(proc.stdout.readline())
+    def drain() -> None:
+        for line in iter(pipe.readline, b""):
+            err.append(line)
+            m = announced.match(line) if announced is not None and not got.is_set() else None
+            if m is not None:
+                url.append(m.group(1))
+                got.set()
+        got.set()  # it ended without saying
+
+    def first_line() -> None:
+        assert out is not None
+        url.append(out.readline().strip())
         got.set()
 
-    threading.Thread(target=read_url, daemon=True).start()
+    drained = threading.Thread(target=drain, daemon=True)
+    drained.start()
+    if announced is None:
+        threading.Thread(target=first_line, daemon=True).start()
     try:
-        if not got.wait(startup_timeout) or not first[0].strip():
+        if not got.wait(startup_timeout) or not url or not url[0]:
             proc.kill()
             proc.wait()
             drained.join(5)
-            raise ReplayError(f"{what} did not start: {b''.join(err).decode(errors='replace')}")
-        yield proc, first[0].decode().strip(), err, drained
+            raise error(f"{what} did not start: {b''.join(err).decode(errors='replace')}")
+        yield proc, url[0].decode(), err, drained
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        drained.join(5)
-        proc.stdout.close()
-        proc.stderr.close()
+        _stop(proc, drained, 10.0)
+        if out is not None:
+            out.close()
+        pipe.close()

@@ -1,10 +1,13 @@
 """The pytest plugin's `mcprec_http_server` fixture with `@pytest.mark.mcprec(cassette=...)`, run
 in pytester against a cassette recorded through the HTTP proxy: replay, strictness (a request
-with no recorded match fails the test at teardown), a missing cassette."""
+with no recorded match fails the test at teardown), a missing cassette; and in the recording
+modes, the fixture as a recording proxy in front of the real HTTP server."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -180,3 +183,77 @@ def test_x(mcprec_http_server):
     result = pytester.runpytest("--mcprec-skip-missing", "-rs", *INNER_ARGS)
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines([f"*mcprec: no cassette at {missing}*"])
+
+
+# --- recording through the proxy ----------------------------------------------------------------
+
+
+def sessions(cassette: Path) -> list[str]:
+    with contextlib.closing(sqlite3.connect(cassette)) as db:
+        return [name for (name,) in db.execute("SELECT name FROM sessions ORDER BY id")]
+
+
+def test_once_records_the_target_through_the_proxy_then_replays(pytester: pytest.Pytester
+                                                                ) -> None:
+    """In mode once the fixture is a recording proxy in front of the marker's target; plain
+    pytest then replays the recording with the server gone."""
+    upstream = start_sdk_http("--json-response")
+    try:
+        pytester.makepyfile(test_add=CLIENT + f'''
+
+@pytest.mark.mcprec(target={upstream.url!r})
+def test_add(mcprec_http_server):
+    assert call_add(mcprec_http_server.url) == {{"result": 5}}
+''')
+        pytester.runpytest("--mcprec-mode=once", *INNER_ARGS).assert_outcomes(passed=1)
+    finally:
+        upstream.stop()
+    cassette = pytester.path / "cassettes" / "test_add" / "test_add.db"
+    assert sessions(cassette) == ["default"]
+    pytester.runpytest(*INNER_ARGS).assert_outcomes(passed=1)
+
+
+def test_all_re_records_with_the_target_from_a_fixture(pytester: pytest.Pytester) -> None:
+    """Mode all records again, replacing the session, with the URL from a mcprec_real_target
+    fixture; a test whose client sent nothing fails and keeps nothing."""
+    upstream = start_sdk_http("--json-response")
+    try:
+        pytester.makeconftest(f'''
+import pytest
+
+@pytest.fixture
+def mcprec_real_target():
+    return {upstream.url!r}
+''')
+        pytester.makepyfile(test_add=CLIENT + '''
+
+def test_add(mcprec_http_server):
+    assert call_add(mcprec_http_server.url) == {"result": 5}
+
+
+def test_nothing(mcprec_http_server):
+    pass
+''')
+        for _ in range(2):
+            result = pytester.runpytest("--mcprec-mode=all", *INNER_ARGS)
+            result.assert_outcomes(passed=2, errors=1)
+            result.stdout.fnmatch_lines(["*ERROR at teardown of test_nothing*",
+                                         "*mcprec: the test recorded nothing into *test_nothing.db*"])
+    finally:
+        upstream.stop()
+    cassettes = pytester.path / "cassettes" / "test_add"
+    assert sessions(cassettes / "test_add.db") == ["default"]
+    assert sorted(p.name for p in cassettes.iterdir()) == ["test_add.db"]
+
+
+def test_recording_without_a_target_fails_clearly(pytester: pytest.Pytester) -> None:
+    """A recording mode with no real HTTP server to record fails at set-up saying how to give it."""
+    pytester.makepyfile(CLIENT + '''
+
+def test_add(mcprec_http_server):
+    pass
+''')
+    result = pytester.runpytest("--mcprec-mode=once", *INNER_ARGS)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*mcprec: recording *test_add.db needs the real HTTP server; "
+                                 "give its URL with @pytest.mark.mcprec(target=URL)*"])
