@@ -133,12 +133,20 @@ def cli() -> None:
 @click.option("--max-message-size", "max_message_size", default="256M", show_default=True,
               metavar="SIZE", help="Record longer stdio messages as their first SIZE bytes "
               "(they are still forwarded whole); e.g. 64M, 1G.")
+@click.option("--script", "scripts", multiple=True, metavar="SCENARIO",
+              help="Be the client: play this scenario file (TOML) against the server and record "
+                   "it, one session per scenario (repeatable; a directory means its *.toml "
+                   "files). See docs/golden-cassettes.md.")
+@click.option("--replace", is_flag=True,
+              help="With --script: record a session again under a name the cassette already "
+                   "has; the old one goes only once the new run passed.")
 @redaction_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(cassette: str | None, session: str | None, tags: tuple[str, ...], durable: bool,
            exit_timeout: float, target: str | None, listen: str, upstream_timeout: float,
            allow_host: tuple[str, ...], allow_origin: tuple[str, ...],
-           max_message_size: str, redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
+           max_message_size: str, scripts: tuple[str, ...], replace: bool,
+           redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
            redact_patterns: tuple[str, ...], command: tuple[str, ...]) -> None:
     """Record an MCP server: run COMMAND behind a transparent tap, or proxy --target URL.
 
@@ -150,7 +158,16 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
 
     For an HTTP server: mcprec record --target http://127.0.0.1:8000/mcp --listen 127.0.0.1:9000
     and point the client at http://127.0.0.1:9000/mcp. Stop with Ctrl-C.
+
+    No client at hand? --script SCENARIO makes mcprec the client: it plays the scenario's
+    steps, records the session and exits 0, or 1 naming the step that failed.
     """
+    if scripts:
+        _record_scripts(scripts, cassette, session, tags, durable, exit_timeout, target, listen,
+                        upstream_timeout, max_message_size, replace,
+                        _redactor(redact_paths, redact_keys, redact_patterns), command)
+    if replace:
+        raise click.UsageError("--replace goes with --script")
     if target is not None:
         if command:
             raise click.UsageError("give either --target URL or a server COMMAND, not both")
@@ -173,6 +190,78 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _record_scripts(scripts: tuple[str, ...], cassette: str | None, session: str | None,
+                    tags: tuple[str, ...], durable: bool, exit_timeout: float,
+                    target: str | None, listen: str, upstream_timeout: float,
+                    max_message_size: str, replace: bool, redactor: Any,
+                    command: tuple[str, ...]) -> None:
+    """``record --script``: one line per scenario on stderr; exit 1 when a step failed."""
+    from .script import load_scenarios, record_scripts
+
+    if target is not None and command:
+        raise click.UsageError("give either --target URL or a server COMMAND, not both")
+    runs = record_scripts(
+        load_scenarios(scripts), server=command, target=target, cassette=cassette,
+        session=session, tags=_parse_tags(tags), replace=replace, durable=durable,
+        exit_timeout=exit_timeout, max_message_size=_size(max_message_size, "--max-message-size"),
+        upstream_timeout=upstream_timeout, listen=listen, redact=redactor,
+        on_run=lambda run: click.echo(f"mcprec: {run.summary()}", err=True))
+    sys.exit(0 if all(run.ok for run in runs) else 1)
+
+
+@cli.command(cls=_ServerCommand,
+             context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--init", is_flag=True,
+              help="Write a starter scenario for the server after `--` (or --target URL): "
+                   "every tool, prompt and resource it lists.")
+@click.option("--check", "check", multiple=True, metavar="SCENARIO",
+              help="Check scenario files (or directories of them) without running anything "
+                   "(repeatable).")
+@click.option("--target", metavar="URL",
+              help="With --init: a Streamable HTTP server instead of a stdio command.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              help="With --init: write the scenario here instead of stdout.")
+@click.option("--force", is_flag=True, help="With --init -o: overwrite an existing file.")
+@click.option("--timeout", type=float, default=30.0, show_default=True,
+              help="With --init: seconds to wait for each answer from the server.")
+@click.argument("server", nargs=-1, type=click.UNPROCESSED)
+def script(init: bool, check: tuple[str, ...], target: str | None, output: str, force: bool,
+           timeout: float, server: tuple[str, ...]) -> None:
+    """Write or check scenarios: scripted sessions that `mcprec record --script` plays.
+
+    \b
+      mcprec script --init -o golden.toml -- python server.py
+      mcprec script --init --target http://127.0.0.1:8000/mcp
+      mcprec script --check golden.toml
+    """
+    if init == bool(check):
+        raise click.UsageError("give --init (write a starter scenario) or --check SCENARIO")
+    if check:
+        from .script import load_scenarios
+
+        for s in load_scenarios(check):
+            n = len(s.steps)
+            click.echo(f"{s.path}: ok, session {s.name!r}, {n} step{'s' if n != 1 else ''}",
+                       err=True)
+        return
+    from .script import starter_scenario
+
+    if output != "-" and os.path.exists(output) and not force:
+        raise McprecCommandError(f"{output} exists; pass --force to overwrite it", 2)
+    text = starter_scenario(server, target=target, timeout=timeout,
+                            filename=None if output == "-" else output)
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise McprecCommandError(f"cannot write {output}: {e.strerror}") from e
+    click.echo(f"mcprec: wrote {output}; record it with: mcprec record --script {output} "
+               "-c CASSETTE", err=True)
 
 
 def _size(value: str, hint: str) -> int:

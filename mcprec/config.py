@@ -70,6 +70,26 @@ def read(p: Path) -> dict[str, Any]:
         raise UsageError(f"config file {p} is not valid TOML: {e}") from e
 
 
+def parse_text(text: str, source: str | os.PathLike[str]) -> dict[str, Any]:
+    """TOML text from ``source`` (a file other than the config files, e.g. a scenario); a
+    syntax error is one line: ``source:LINE: not valid TOML: ... (column C)``."""
+    import re
+
+    toml = _toml_module()
+    if toml is None:
+        raise UsageError(f"cannot read {source}: {NO_TOML}")
+    try:
+        return toml.loads(text)  # type: ignore[no-any-return]
+    except toml.TOMLDecodeError as e:
+        message = str(e)
+    m = re.search(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)$", message)
+    if m is None:
+        raise UsageError(f"{source}: not valid TOML: {message}")
+    line = m.group(1) or str(text.count("\n") + (not text.endswith("\n")))
+    column = f" (column {m.group(2)})" if m.group(2) else " (at the end)"
+    raise UsageError(f"{source}:{line}: not valid TOML: {message[:m.start()]}{column}")
+
+
 def dig(table: Any, *keys: str) -> Any:
     for k in keys:
         if not isinstance(table, dict) or k not in table:
