@@ -325,6 +325,8 @@ def _timing(value: str) -> float | None:
               help="With --http: the endpoint path to announce.")
 @click.option("--allow-origin", "allow_origin", multiple=True, metavar="ORIGIN",
               help="With --http: an Origin to accept besides local ones (repeatable).")
+@click.option("--allow-host", "allow_host", multiple=True, metavar="HOST",
+              help="With --http: a Host to accept besides the local names (repeatable).")
 @click.option("--allow-unmatched", is_flag=True,
               help="Exit 0 even when a request had no recorded match (by default: exit 3).")
 @click.option("--fault", "fault_rules", multiple=True, metavar="RULE",
@@ -338,8 +340,9 @@ def _timing(value: str) -> float | None:
 @click.argument("server", nargs=-1, type=click.UNPROCESSED)
 def replay(cassette: str, session: str | None, mode: str, timing: str, strict_order: bool,
            ignore: tuple[str, ...], repeat: str, report: str | None, http: bool, listen: str,
-           url_path: str, allow_origin: tuple[str, ...], allow_unmatched: bool,
-           fault_rules: tuple[str, ...], faults_file: str | None, seed: int | None,
+           url_path: str, allow_origin: tuple[str, ...], allow_host: tuple[str, ...],
+           allow_unmatched: bool, fault_rules: tuple[str, ...], faults_file: str | None,
+           seed: int | None,
            redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
            redact_patterns: tuple[str, ...], server: tuple[str, ...]) -> None:
     """Serve a recorded session from CASSETTE as a stdio MCP server.
@@ -364,8 +367,8 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, strict_or
 
         sys.exit(replay_http(cassette, session=session, listen=listen, path=url_path,
                              options=options, timing=_timing(timing), report=report,
-                             allowed_origins=allow_origin, redact=redactor,
-                             allow_unmatched=allow_unmatched, faults=faults))
+                             allowed_origins=allow_origin, allowed_hosts=allow_host,
+                             redact=redactor, allow_unmatched=allow_unmatched, faults=faults))
     code = replay_stdio(cassette, session=session, mode=mode, server=list(server),
                         options=options, timing=_timing(timing), report=report, redact=redactor,
                         allow_unmatched=allow_unmatched, faults=faults)

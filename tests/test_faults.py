@@ -219,3 +219,93 @@ def test_bad_rule_is_a_one_line_usage_error(main: Any, rule: str, part: str) -> 
     out = run_mcprec("replay", str(main.cassette), "--fault", rule, input=b"")
     assert out.returncode == 2, out.stderr
     assert part in one_line_error(out.stderr)
+
+
+# --- over HTTP --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def http_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The SDK's HTTP server recorded through the proxy: add, then echo."""
+    from http_helpers import run_http_session, run_sync, start_proxy, start_sdk_http
+
+    cassette = tmp_path_factory.mktemp("http-faults") / "h.db"
+
+    async def scenario(s: Any, run: Any) -> None:
+        run.results["add"] = dump(await s.call_tool("add", ADD))
+        run.results["echo"] = dump(await s.call_tool("echo", {"text": "hi"}))
+
+    upstream = start_sdk_http()
+    try:
+        proxy = start_proxy(upstream.url, cassette, session="h")
+        try:
+            run_sync(lambda: run_http_session(proxy.url, scenario))
+        finally:
+            proxy.stop()
+    finally:
+        upstream.stop()
+    return cassette
+
+
+def http_outcome(cassette: Path, *rules: str) -> dict[str, Any]:
+    """What an SDK client over Streamable HTTP sees of add then echo, with these faults."""
+    from http_helpers import run_http_session, run_sync, start_replay
+
+    extra: list[str] = []
+    for r in rules:
+        extra += ["--fault", r]
+    replay = start_replay(cassette, "h", extra=extra)
+
+    async def scenario(s: Any, run: Any) -> None:
+        for name, args in (("add", ADD), ("echo", {"text": "hi"})):
+            try:
+                with anyio.fail_after(5):
+                    run.results[name] = dump(await s.call_tool(name, args))
+            except MCPError as e:
+                run.results[name] = {"error": e.error.code, "message": e.error.message}
+            except Exception as e:  # noqa: BLE001 - the transport's own failure is the outcome
+                run.results[name] = {"failed": type(e).__name__}
+
+    try:
+        return dict(run_sync(lambda: run_http_session(replay.url, scenario)).results)
+    except BaseException as e:  # noqa: BLE001 - a session that broke off is an outcome too
+        return {"session": type(e).__name__}
+    finally:
+        replay.stop()
+
+
+def test_http_error_and_delay(http_recording: Path) -> None:
+    """Over HTTP: error= reaches the SDK client as its error; delay= answers late."""
+    got = http_outcome(http_recording, "tools/call:add error=-32042:nope", "tools/call:echo "
+                       "delay=300ms")
+    assert got["add"] == {"error": -32042, "message": "nope"}
+    assert got["echo"]["content"][0]["text"] == "hi"
+
+
+def test_http_status_fault_answers_with_that_status(http_recording: Path) -> None:
+    """http=503 answers the POST with 503, an empty body and Retry-After."""
+    import httpx
+
+    from http_helpers import start_replay
+
+    replay = start_replay(http_recording, "h", extra=["--fault", "tools/call http=503"])
+    try:
+        headers = {"accept": "application/json, text/event-stream"}
+        init = httpx.post(replay.url, headers=headers, timeout=10, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"}}})
+        sid = init.headers.get("mcp-session-id")
+        call = httpx.post(replay.url, timeout=10, json={
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "add", "arguments": ADD}},
+            headers={**headers, **({"mcp-session-id": sid} if sid else {})})
+    finally:
+        replay.stop()
+    assert (call.status_code, call.content, call.headers.get("retry-after")) == (503, b"", "1")
+
+
+def test_http_disconnect_cuts_the_call(http_recording: Path) -> None:
+    """disconnect over HTTP cuts the response: the client's call fails instead of hanging."""
+    got = http_outcome(http_recording, "tools/call:add disconnect")
+    assert "content" not in got.get("add", {}), got

@@ -185,7 +185,8 @@ def _exit_status(code: int) -> int:
     return 128 - code if code < 0 else code & 0xFF
 
 
-def _write_report(report: str | os.PathLike[str], engines: list[Any]) -> None:
+def _write_report(report: str | os.PathLike[str], engines: list[Any], faults: Any = None
+                  ) -> None:
     import orjson
 
     data: Any = engines[0].report() if len(engines) == 1 else {
@@ -193,6 +194,7 @@ def _write_report(report: str | os.PathLike[str], engines: list[Any]) -> None:
         "unplayed": [u for e in engines for u in e.report()["unplayed"]] if engines else [],
         "unmatched": [u for e in engines for u in e.report()["unmatched"]],
         "unanswered": [u for e in engines for u in e.report()["unanswered"]],
+        **({"faults": faults.report()} if faults else {}),
     }
     Path(report).write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
 
@@ -207,6 +209,7 @@ def replay_http(
     timing: float | None = None,
     report: str | os.PathLike[str] | None = None,
     allowed_origins: Sequence[str] = (),
+    allowed_hosts: Sequence[str] = (),
     on_ready: Any = None,
     redact: Any = None,
     allow_unmatched: bool = False,
@@ -223,8 +226,11 @@ def replay_http(
         found = candidates(c, session)
         s = found[0]
         sock = bind(host, port)
+        if faults:
+            _check_faults(c, found, faults)
         app = ReplayApp(c, found, options=options, timing=timing, bound_host=host,
-                        allowed_origins=tuple(allowed_origins), redact=redact)
+                        allowed_origins=tuple(allowed_origins),
+                        allowed_hosts=tuple(allowed_hosts), redact=redact, faults=faults)
         url = url_of(sock, path)
 
         def ready() -> None:
@@ -237,7 +243,11 @@ def replay_http(
 
         run_app(app, sock, announce=ready, cleanup=app.aclose)
         if report is not None:
-            _write_report(report, app.engines())
+            _write_report(report, app.engines(), faults)
     finally:
         c.close()
+    if faults:
+        from .faults import summary
+
+        print(summary(faults), file=sys.stderr, flush=True)
     return _unmatched_status(app.engines(), allow_unmatched)

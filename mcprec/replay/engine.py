@@ -112,6 +112,10 @@ class AsyncPlayback:
         return self.playback.malformed
 
     @property
+    def gone(self) -> bool:
+        return self.playback.gone
+
+    @property
     def client_answers(self) -> list[tuple[Message, dict[str, Any]]]:
         return self.playback.client_answers
 

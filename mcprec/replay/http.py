@@ -77,6 +77,7 @@ class ReplayApp:
         allowed_origins: tuple[str, ...] = (),
         allowed_hosts: tuple[str, ...] = (),
         redact: Any = None,
+        faults: Any = None,
     ) -> None:
         self.cassette = cassette
         self.session = session
@@ -86,6 +87,7 @@ class ReplayApp:
         self.allowed_origins = allowed_origins
         self.allowed_hosts = allowed_hosts
         self.redact = redact
+        self.faults = faults  # shared by every client: nth counts across them
         self.trust = Trust(bound_host, allowed_hosts, allowed_origins)
         self.sessions: dict[str, _ClientSession] = {}
         self.finished: list[ReplaySession] = []
@@ -106,7 +108,8 @@ class ReplayApp:
                 target.put_nowait(data)
 
         engine = ReplaySession(self.cassette, self.session, send, options=self.options,
-                               timing=self.timing, redact=self.redact, label=sid[:8])
+                               timing=self.timing, redact=self.redact, label=sid[:8],
+                               faults=self.faults, transport="http")
         cs = _ClientSession(sid, engine, legacy)
         holder.append(cs)
         self.sessions[sid] = cs
@@ -255,6 +258,11 @@ class ReplayApp:
             recorded = _http_answer(first) if status is not None and first else None
             if opening and not await self._opened(cs, recorded):
                 extra = [h for h in extra if h[0] != b"mcp-session-id"]
+            only = cs.engine.status_only.get(key)
+            if not first and only is not None:  # a fault: that status, an empty body
+                retry = [(b"retry-after", b"1")] if only in (429, 503) else []
+                await send_simple(send, only, b"", headers=[*extra, *retry])
+                return
             if not first:  # the recorded upstream dropped this stream: drop it too
                 await send({"type": "http.response.start", "status": 200,
                             "headers": [*SSE_HEADERS, *extra]})
@@ -262,7 +270,8 @@ class ReplayApp:
             if recorded is not None:  # an answer that was not JSON-RPC: as HTTP said it
                 await _send_http_answer(send, recorded)
                 return
-            if _is_answer(first, key) and (mode != "sse" or not accepts_sse):
+            final = _finality(key, cs.engine.malformed)
+            if final(first) and (mode != "sse" or not accepts_sse):
                 await send_simple(send, status or 200, first, headers=extra)
                 return
             if not accepts_sse:  # the client cannot take a stream: the rest goes to GET
@@ -279,7 +288,7 @@ class ReplayApp:
                 n += 1
                 await send({"type": "http.response.body", "body": format_event(
                     msg, id=f"{cs.id[:8]}-{key}-{n}" if ids else None), "more_body": True})
-                if _is_answer(msg, key):
+                if final(msg):
                     break
                 msg = await queue.get()
                 if not msg:
@@ -287,13 +296,16 @@ class ReplayApp:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             cs.streams.pop(key, None)
+            if cs.engine.gone and cs.id in self.sessions:  # a disconnect fault: it is over
+                await self._end_session(cs)
 
     async def _final(self, cs: _ClientSession, key: str, queue: asyncio.Queue[bytes]) -> bytes:
+        final = _finality(key, cs.engine.malformed)
         while True:
             msg = await queue.get()
             if not msg:
                 raise DroppedStream()
-            if _is_answer(msg, key):
+            if final(msg):
                 return msg
             await cs.background.put(msg)
 
@@ -390,6 +402,18 @@ async def _send_http_answer(send: Any, recorded: dict[str, Any]) -> None:
     await send({"type": "http.response.start", "status": recorded["status"],
                 "headers": [*out, (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+def _finality(key: str, malformed: set[str]) -> Any:
+    """What ends the response to request ``key``: its answer, or, when a fault malforms that
+    answer, whatever is neither a notification nor a request."""
+    if key not in malformed:
+        return lambda data: _is_answer(data, key)
+
+    def final(data: bytes) -> bool:
+        return wire.classify(data).kind not in (wire.NOTIFICATION, wire.REQUEST)
+
+    return final
 
 
 def _is_answer(data: bytes, key: str) -> bool:

@@ -182,6 +182,8 @@ class Playback:
                     raise UsageError(f"fault {rule.text!r}: http= needs --http")
         self.status_only: dict[str, int] = {}
         """Per client request id text: answer with this HTTP status and an empty body."""
+        self.gone = False
+        """HTTP: the server went away on purpose (a disconnect fault); the session ends."""
         self.malformed: set[str] = set()
         """Client request id texts whose answer goes out malformed on purpose (HTTP: it is
         still the last message of its response)."""
@@ -364,11 +366,13 @@ class Playback:
             self._disconnect(key)
         # drop: nothing, ever; the client's own timeout must fire
 
-    def _disconnect(self, key: str) -> None:
+    def _disconnect(self, key: str, cut: bool = True) -> None:
         """The server goes away: stdio closes stdout and exits non-zero; HTTP cuts the
-        request's response (the connection is reset)."""
+        request's response (``cut``: before its answer) and ends the client's session."""
         if self.transport == "http":
-            self.send(b"", key)
+            self.gone = True
+            if cut:
+                self.send(b"", key)
         else:
             from .faults import DISCONNECT_EXIT
 
@@ -757,7 +761,7 @@ class Playback:
                 data = _with_id(m, f"mcprec-wrong-id-{wire.id_text(rid)}")
         self.send(data, related)
         if fault.effect == "disconnect":  # =after: the answer went out first
-            self._disconnect(related or "")
+            self._disconnect(related or "", cut=False)
 
     def _client_answered(self, m: Message, answer: dict[str, Any], play: _Play | None,
                          related: str | None) -> None:
