@@ -35,7 +35,8 @@ from .matching import MatchOptions
 DEFAULT_SESSION = "default"
 MODES = ("none", "once", "new_episodes", "all")  # mcprec.replay's, which pytest need not load
 _MARKER_KEYS = {"cassette", "session", "server", "target", "mode", "assert_all_played",
-                "allow_unmatched", "ignore", "strict_order", "repeat", "timing"}
+                "allow_unmatched", "ignore", "strict_order", "repeat", "timing", "faults",
+                "seed"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -64,7 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "mcprec(cassette=None, session=None, server=None, target=None, mode=None, "
         "assert_all_played=False, allow_unmatched=False, ignore=(), strict_order=False, "
-        "repeat='last', timing='none'): configure the mcprec replay for this test",
+        "repeat='last', timing='none', faults=(), seed=None): configure the mcprec replay for "
+        "this test",
     )
     record_mode(config, None)  # a bad $MCPREC_MODE or ini value stops the run at once
 
@@ -82,6 +84,12 @@ def record_mode(config: pytest.Config, marker_mode: str | None) -> str:
                                         f"{', '.join(MODES)}")
             return str(value)
     return "none"
+
+
+def _faults(kwargs: dict[str, Any]) -> tuple[str, ...]:
+    """The marker's fault rules: ``faults="rule"`` or ``faults=["rule", ...]``."""
+    faults = kwargs.get("faults") or ()
+    return (faults,) if isinstance(faults, str) else tuple(faults)
 
 
 def _marker_kwargs(request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -303,6 +311,7 @@ def mcprec_server(
             options=_match_options(kwargs), timing=str(kwargs.get("timing", "none")),
             report_path=tmp_path_factory.mktemp("mcprec") / "report.json",
             allow_unmatched=bool(kwargs.get("allow_unmatched", False)),
+            faults=_faults(kwargs), seed=kwargs.get("seed"),
         )
 
         def verdict(final: bool, captured: str) -> str | None:
@@ -367,7 +376,8 @@ def _replay_http(request: pytest.FixtureRequest, kwargs: dict[str, Any], cassett
                             options=_match_options(kwargs),
                             timing=str(kwargs.get("timing", "none")),
                             report_path=tmp_path_factory.mktemp("mcprec") / "report.json",
-                            allow_unmatched=bool(kwargs.get("allow_unmatched", False))) as server:
+                            allow_unmatched=bool(kwargs.get("allow_unmatched", False)),
+                            faults=_faults(kwargs), seed=kwargs.get("seed")) as server:
 
         def verdict(final: bool, captured: str) -> str | None:
             if not final:

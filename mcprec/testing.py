@@ -40,6 +40,8 @@ def replay_args(
     timing: str = "none",
     report_path: str | os.PathLike[str] | None = None,
     allow_unmatched: bool = False,
+    faults: Sequence[str] = (),
+    seed: int | None = None,
 ) -> list[str]:
     """The arguments of ``mcprec replay`` for these settings, defaults left out: the plain form
     (cassette, session, report) is the one the click-free entry point serves, which every test
@@ -65,6 +67,10 @@ def replay_args(
         args += ["--report", str(report_path)]
     if allow_unmatched:
         args.append("--allow-unmatched")
+    for rule in faults:
+        args += ["--fault", rule]
+    if seed is not None:
+        args += ["--seed", str(seed)]
     return args
 
 
@@ -81,6 +87,9 @@ class ReplayServer:
     report_path: Path | None = None
     env: dict[str, str] | None = None
     allow_unmatched: bool = False
+    faults: Sequence[str] = ()
+    """Fault rules (``mcprec replay --fault``; see docs/faults.md)."""
+    seed: int | None = None
     launched: bool = field(default=False, init=False, compare=False)
     """Whether the launch parameters were read (``args``, ``argv`` or ``params``): a test that
     never read them never started the replay, and no report will come."""
@@ -95,7 +104,7 @@ class ReplayServer:
         args = ["-m", "mcprec", *replay_args(
             self.cassette, session=self.session, mode=self.mode, options=self.options,
             timing=self.timing, report_path=self.report_path,
-            allow_unmatched=self.allow_unmatched)]
+            allow_unmatched=self.allow_unmatched, faults=self.faults, seed=self.seed)]
         if self.server and self.mode != "none":  # replay alone never starts it
             args += ["--", *self.server]
         return args
@@ -141,11 +150,13 @@ def replay_server(
     timing: str = "none",
     report_path: str | os.PathLike[str] | None = None,
     allow_unmatched: bool = False,
+    faults: Sequence[str] = (),
+    seed: int | None = None,
 ) -> ReplayServer:
     return ReplayServer(
         Path(cassette), session, mode, list(server), options or MatchOptions(), timing,
         Path(report_path) if report_path is not None else None,
-        allow_unmatched=allow_unmatched,
+        allow_unmatched=allow_unmatched, faults=tuple(faults), seed=seed,
     )
 
 
@@ -363,12 +374,15 @@ def replay_http_server(
     report_path: str | os.PathLike[str] | None = None,
     startup_timeout: float = 20.0,
     allow_unmatched: bool = False,
+    faults: Sequence[str] = (),
+    seed: int | None = None,
 ) -> Iterator[HTTPReplayServer]:
     """Run ``mcprec replay --http`` on a free port for the duration of the block; yields an
     ``HTTPReplayServer`` whose ``url`` the client under test connects to."""
     argv = [sys.executable, "-m", "mcprec", *replay_args(
         cassette, session=session, options=options, timing=timing, report_path=report_path,
-        allow_unmatched=allow_unmatched), "--http", "--listen", "127.0.0.1:0"]
+        allow_unmatched=allow_unmatched, faults=faults, seed=seed), "--http", "--listen",
+        "127.0.0.1:0"]
     with _serving(argv, "mcprec replay --http", startup_timeout) as (proc, url, err, drained):
         server = HTTPReplayServer(url, proc, Path(report_path) if report_path is not None
                                   else None, err, drained)

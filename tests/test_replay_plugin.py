@@ -326,3 +326,12 @@ def test_check_replay_after_an_in_process_replay(sdk_recordings: SimpleNamespace
                                              r"id=\d+ tools/call"):
         check_replay(report)
     check_replay(report, allow_unmatched=True)
+
+
+@pytest.mark.usefixtures("main_cassette")
+def test_marker_faults_make_the_replay_misbehave(pytester: pytest.Pytester) -> None:
+    """faults=[...] in the marker: the first add fails and a retrying agent gets the answer on
+    its second try; an injected fault is not an unmatched request."""
+    inner_test(pytester, server=["false"], calls=[ADD, ADD], expected=["error", {"result": 5}],
+               assert_all_played=False, faults=["tools/call:add error=-32000:busy nth=1"])
+    pytester.runpytest("tests", *INNER_ARGS).assert_outcomes(passed=1)

@@ -527,7 +527,9 @@ def test_report_lists_unmatched_and_unplayed_requests(main: Any, tmp_path: Any) 
     data = json.loads(report.read_text())
     assert data["session"] == "main"
     assert (data["requests"], data["matched"]) == (4, 3)  # initialize, tools/list, 2 x add
-    assert data["unmatched"] == [{"method": "tools/call", "id": 3}]
+    assert [(u["method"], u["id"]) for u in data["unmatched"]] == [("tools/call", 3)]
+    assert data["unmatched"][0]["report"].startswith(
+        "no recorded response matches request id=3 tools/call")
     unplayed = {u["method"] for u in data["unplayed"]}
     assert {"resources/list", "prompts/get", "ping"} <= unplayed
     assert "initialize" not in unplayed

@@ -548,7 +548,7 @@ class Playback:
         if synthesized is not None:
             self.send(synthesized, key)
             return
-        self.stats.unmatched.append({"method": method, "id": rid})
+        self.stats.unmatched.append({"method": method, "id": rid, "report": e.report})
         self._log(f"mcprec: {e.report}")
         self.send(error_response(rid, NO_MATCH_CODE, f"mcprec replay: {e}",
                                  {"mcprec": "no_match", "report": e.report}), key)
