@@ -583,15 +583,19 @@ def import_(dump: str, cassette: str, replace: bool) -> None:
               help="TOML file with a [diff] table, as for `diff`.")
 @click.option("--fail-on-latency/--no-fail-on-latency", default=None,
               help="Count flagged latencies as a difference.")
-@click.option("-f", "--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-              default="text", show_default=True, help="Report format.")
+@click.option("-f", "--format", "fmt",
+              type=click.Choice(["text", "json", "markdown", "html"]), default="text",
+              show_default=True, help="Report format (html: one self-contained page).")
+@click.option("--html", "html", type=click.Path(dir_okay=False), metavar="OUT.html",
+              help="Also write the report as one self-contained HTML page (a CI artifact).")
 @click.option("--color/--no-color", default=None, help="Colour the text report.")
 @redaction_options
 @click.argument("server", nargs=-1, type=click.UNPROCESSED)
 def verify(cassette: str, session: str | None, timeout: float, update: bool, target: str | None,
            ignore: tuple[str, ...], config: str | None, fail_on_latency: bool | None, fmt: str,
-           color: bool | None, redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
-           redact_patterns: tuple[str, ...], server: tuple[str, ...]) -> None:
+           html: str | None, color: bool | None, redact_paths: tuple[str, ...],
+           redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...],
+           server: tuple[str, ...]) -> None:
     """Check a new build of a server against a recording: the regression test for servers.
 
     mcprec plays the recorded client (requests in order, the server's own requests answered
@@ -612,7 +616,7 @@ def verify(cassette: str, session: str | None, timeout: float, update: bool, tar
     except McprecError as e:  # exit like diff: 2 is trouble, 1 means "different"
         raise McprecCommandError(str(e), 2) from e
     a, b = refs(cassette, v)
-    code = _run(a, b, ignore, config, None, None, fail_on_latency, fmt, color)
+    code = _run(a, b, ignore, config, None, None, fail_on_latency, fmt, color, html=html)
     if v.drive.timed_out and code == 0:
         code = 1
     if update:
@@ -628,6 +632,15 @@ def _register_diff() -> None:
 
 
 _register_diff()
+
+
+def _register_view() -> None:
+    from .cli_view import view_command
+
+    cli.add_command(view_command)
+
+
+_register_view()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -29,14 +29,16 @@ class DiffInterrupted(DiffCommandError):
 
 def _run(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
          latency_threshold: float | None, latency_min_ms: float | None,
-         fail_on_latency: bool | None, fmt: str, color: bool | None) -> int:
+         fail_on_latency: bool | None, fmt: str, color: bool | None, *,
+         html: str | None = None) -> int:
     """Diff, print the report, return the exit status; errors become ``DiffCommandError``
-    (exit 2). Also used by ``mcprec verify``."""
+    (exit 2). Also used by ``mcprec verify``. ``html``: also write the report as one HTML
+    page there."""
     from .errors import McprecError
 
     try:
         return _report(a, b, ignore, config, latency_threshold, latency_min_ms,
-                       fail_on_latency, fmt, color)
+                       fail_on_latency, fmt, color, html)
     except McprecError as e:
         raise DiffCommandError(str(e)) from e
     except KeyboardInterrupt:
@@ -45,7 +47,8 @@ def _run(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
 
 def _report(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
             latency_threshold: float | None, latency_min_ms: float | None,
-            fail_on_latency: bool | None, fmt: str, color: bool | None) -> int:
+            fail_on_latency: bool | None, fmt: str, color: bool | None,
+            html: str | None = None) -> int:
     from .diff import diff, load_config
     from .diff.api import DEFAULT_LATENCY_MIN_MS, DEFAULT_LATENCY_THRESHOLD
 
@@ -59,8 +62,20 @@ def _report(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
                                  DEFAULT_LATENCY_THRESHOLD),
         latency_min_ms=_first(latency_min_ms, settings.latency_min_ms, DEFAULT_LATENCY_MIN_MS),
     )
+    if html is not None:
+        from .diff.report import to_html
+
+        try:
+            with open(html, "wb") as f:
+                f.write(to_html(result).encode("utf-8", "replace"))
+        except OSError as e:
+            raise DiffCommandError(f"cannot write {html}: {e.strerror}") from e
     if fmt == "json":
         click.echo(result.to_json())
+    elif fmt == "html":
+        from .diff.report import to_html
+
+        click.echo(to_html(result), nl=False)
     elif fmt == "markdown":
         click.echo(result.to_markdown(), nl=False)
     else:
@@ -93,9 +108,11 @@ def _first(*values: Any) -> Any:
               help="Do not flag methods whose p50 is below MS on both sides (default 5).")
 @click.option("--fail-on-latency/--no-fail-on-latency", default=None,
               help="Count flagged latencies as a difference (exit 1). Default: report only.")
-@click.option("-f", "--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-              default="text", show_default=True,
-              help="Report format; markdown suits a pull-request comment.")
+@click.option("-f", "--format", "fmt",
+              type=click.Choice(["text", "json", "markdown", "html"]), default="text",
+              show_default=True,
+              help="Report format; markdown suits a pull-request comment, html is one "
+                   "self-contained page (both sessions, exchanges side by side).")
 @click.option("--color/--no-color", default=None,
               help="Colour the text report (default: when stdout is a terminal).")
 def diff_command(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,

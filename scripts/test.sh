@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
-# Install everything mcprec's tests need (Python deps in .venv, Node peers in node_modules)
-# and run the whole test suite. Extra arguments go to pytest.
+# Install everything mcprec's tests need (Python deps in .venv, Node peers in node_modules,
+# Debian's chromium for the view's browser tests) and run the whole test suite. Extra
+# arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 npm ci --no-audit --no-fund --loglevel=error
+# the view's browser tests drive Debian's Chromium (Playwright cannot download browsers here)
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; else SUDO=no; fi
+  if [ "$SUDO" = no ]; then
+    echo "scripts/test.sh: chromium is missing and this user cannot install it; the view's browser tests will fail" >&2
+  else
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+fi
 exec .venv/bin/python -m pytest "$@"

@@ -1,4 +1,5 @@
-"""A ``DiffResult`` as JSON, text (optionally coloured) and Markdown (for a PR comment)."""
+"""A ``DiffResult`` as JSON, text (optionally coloured), Markdown (for a PR comment) and one
+self-contained HTML page (the view of ``mcprec view``, in a file)."""
 
 from __future__ import annotations
 
@@ -308,3 +309,15 @@ def _md_latency_table(rows: list[LatencyRow]) -> list[str]:
         out.append(f"| {_cell(_code(row.key))} | {n} | {_ms(row.p50_a_ms)} | "
                    f"{_ms(row.p50_b_ms)} | {_ratio(row)} | {flag} |")
     return out
+
+
+# --- HTML -----------------------------------------------------------------------------------
+
+
+def to_html(r: DiffResult) -> str:
+    """One self-contained HTML page (no network): the report, both sessions, and every exchange
+    that differs side by side with its changed paths marked. Reads both cassettes again, so
+    the sessions must still be there; what ``mcprec scan`` would flag is left out."""
+    from ..view.export import diff_html
+
+    return diff_html(r)
