@@ -521,6 +521,11 @@ def _main(path: str) -> int:
     warned: set[int] = set()
     cassette = Cassette.open(path, wait=False)
     cassette.connection.execute("PRAGMA wal_autocheckpoint = 0")
+    live = None  # MCPREC_OTLP: spans of what is committed, built and sent by threads of its own
+    if os.environ.get("MCPREC_OTLP"):
+        from ..otel.live import LiveExport
+
+        live = LiveExport.from_env(path)
     recorders: dict[int, Any] = {}
     closed: set[int] = set()
 
@@ -579,6 +584,8 @@ def _main(path: str) -> int:
                 recorder(sid).finish(exit_code=info.get("exit_code"),
                                      status=info.get("status") or "complete")
                 closed.add(sid)
+                if live is not None:
+                    live.closed(sid, info.get("status") or "complete")
             elif tag == _EOF:
                 eof = True
         pending = sum(r.pending for r in recorders.values())
@@ -595,6 +602,8 @@ def _main(path: str) -> int:
                     since_checkpoint += r.pending_bytes
                     r.commit()
                 first_pending = None
+                if live is not None:
+                    live.committed(recorders)
         if acks:
             _ack(b"k" * acks)
         if since_checkpoint >= CHECKPOINT_BYTES and not inbox.items:
@@ -607,6 +616,8 @@ def _main(path: str) -> int:
     with contextlib.suppress(Exception):
         cassette.connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
     cassette.close()
+    if live is not None:
+        live.close()
     return 0
 
 

@@ -10,7 +10,6 @@ message says what was delivered before it; nothing fails silently.
 
 from __future__ import annotations
 
-import bisect
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,14 +23,12 @@ from .. import __version__
 from ..cassette import Cassette, Session
 from ..errors import McprecError, UsageError
 from .spans import (
-    OPERATION_DURATION, SESSION_DURATION, SEMCONV_VERSION, AttrValue, Measurement,
-    SessionTracer, SpanData,
+    DURATION_BOUNDS, OPERATION_DURATION, SESSION_DURATION, SEMCONV_VERSION, AttrValue,
+    HistogramPoint, SessionTracer, SpanData,
 )
 
 BATCH_SPANS = 512
 """Spans per request: a few hundred KB at most (spans carry no payloads)."""
-DURATION_BOUNDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
-"""The bucket boundaries the conventions give for both MCP duration histograms."""
 RETRYABLE = frozenset({429, 502, 503, 504})
 """The statuses OTLP/HTTP says to retry; a refused or timed-out connection is retried too."""
 MAX_BACKOFF = 30.0
@@ -49,7 +46,7 @@ class OtlpError(McprecError):
     unreachable = False
 
 
-def _proto() -> Any:
+def load_proto() -> Any:
     """The opentelemetry-proto modules, or a one-line error naming the extra to install."""
     try:
         from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
@@ -207,19 +204,29 @@ def _retry_after(value: str | None) -> float | None:
 # --- encoding ------------------------------------------------------------------------------
 
 
+_KEY_VALUES: dict[tuple[str, type, AttrValue], Any] = {}
+"""Attributes already built: most repeat from span to span (building one costs ~5 µs)."""
+
+
 def _attrs(pb: Any, attrs: Mapping[str, AttrValue] | Iterable[tuple[str, AttrValue]]) -> list[Any]:
     items = attrs.items() if isinstance(attrs, Mapping) else attrs
     out = []
     for key, value in items:
-        if isinstance(value, bool):
-            any_value = pb.common.AnyValue(bool_value=value)
-        elif isinstance(value, int):
-            any_value = pb.common.AnyValue(int_value=value)
-        elif isinstance(value, float):
-            any_value = pb.common.AnyValue(double_value=value)
-        else:
-            any_value = pb.common.AnyValue(string_value=str(value))
-        out.append(pb.common.KeyValue(key=key, value=any_value))
+        cached = _KEY_VALUES.get((key, type(value), value))
+        if cached is None:
+            if isinstance(value, bool):
+                any_value = pb.common.AnyValue(bool_value=value)
+            elif isinstance(value, int):
+                any_value = pb.common.AnyValue(int_value=value)
+            elif isinstance(value, float):
+                any_value = pb.common.AnyValue(double_value=value)
+            else:
+                any_value = pb.common.AnyValue(string_value=str(value))
+            cached = pb.common.KeyValue(key=key, value=any_value)
+            if len(_KEY_VALUES) >= 4096:
+                _KEY_VALUES.clear()
+            _KEY_VALUES[(key, type(value), value)] = cached
+        out.append(cached)
     return out
 
 
@@ -234,75 +241,70 @@ _KINDS = {"client": "SPAN_KIND_CLIENT", "server": "SPAN_KIND_SERVER",
           "internal": "SPAN_KIND_INTERNAL"}
 
 
-def _span(pb: Any, s: SpanData) -> Any:
+def _add_span(pb: Any, into: Any, s: SpanData) -> None:
+    """Build ``s`` in place at the end of the repeated field ``into`` (no copy of a span)."""
     t = pb.trace
     flags = 0x01 | t.SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK  # sampled; remoteness known
     if s.remote_parent:
         flags |= t.SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
-    span = t.Span(
+    span = into.add(
         trace_id=s.trace_id, span_id=s.span_id, parent_span_id=s.parent_span_id,
-        trace_state=s.trace_state, flags=flags, name=s.name,
-        kind=getattr(t.Span.SpanKind, _KINDS[s.kind]),
+        trace_state=s.trace_state, flags=flags, name=s.name, kind=getattr(t.Span, _KINDS[s.kind]),
         start_time_unix_nano=s.start_ns, end_time_unix_nano=s.end_ns,
         attributes=_attrs(pb, s.attributes),
-        links=[t.Span.Link(trace_id=tid, span_id=sid) for tid, sid in s.links],
     )
+    for tid, sid in s.links:
+        span.links.add(trace_id=tid, span_id=sid)
     if s.failed:
         span.status.code = t.Status.STATUS_CODE_ERROR
         span.status.message = s.status_message
-    return span
 
 
 def encode_spans(groups: Sequence[tuple[dict[str, AttrValue], Sequence[SpanData]]]) -> bytes:
     """An ``ExportTraceServiceRequest``: one resource (a session's server) per group."""
-    pb = _proto()
-    request = pb.trace_service.ExportTraceServiceRequest(resource_spans=[
-        pb.trace.ResourceSpans(
-            resource=pb.resource.Resource(attributes=_attrs(pb, resource)),
-            scope_spans=[pb.trace.ScopeSpans(scope=_scope(pb),
-                                             spans=[_span(pb, s) for s in spans])],
-        )
-        for resource, spans in groups if spans
-    ])
+    pb = load_proto()
+    request = pb.trace_service.ExportTraceServiceRequest()
+    for resource, spans in groups:
+        if not spans:
+            continue
+        rs = request.resource_spans.add()
+        rs.resource.attributes.extend(_attrs(pb, resource))
+        ss = rs.scope_spans.add(scope=_scope(pb))
+        for s in spans:
+            _add_span(pb, ss.spans, s)
     return bytes(request.SerializeToString())
 
 
 @dataclass
 class SessionMetrics:
-    """A session's measurements, over the interval it lasted."""
+    """A session's histograms, over the interval it lasted."""
 
     resource: dict[str, AttrValue]
     start_ns: int
     end_ns: int
-    measurements: list[Measurement]
+    points: list[HistogramPoint]
 
 
 def encode_histograms(sessions: Sequence[SessionMetrics]) -> bytes:
     """An ``ExportMetricsServiceRequest``: per session, delta histograms over its interval."""
-    pb = _proto()
+    pb = load_proto()
     m = pb.metrics
     resource_metrics = []
     for sm in sessions:
-        points: dict[tuple[str, tuple[tuple[str, AttrValue], ...]], list[float]] = {}
-        for ms in sm.measurements:
-            points.setdefault((ms.metric, ms.attributes), []).append(ms.seconds)
         metrics: dict[str, Any] = {}
-        for (name, attrs), values in sorted(points.items(), key=lambda kv: kv[0][0]):
-            counts = [0] * (len(DURATION_BOUNDS) + 1)
-            for v in values:
-                counts[bisect.bisect_left(DURATION_BOUNDS, v)] += 1
-            metric = metrics.get(name)
+        for point in sorted(sm.points, key=lambda p: p.metric):
+            metric = metrics.get(point.metric)
             if metric is None:
-                metric = metrics[name] = m.Metric(
-                    name=name, unit="s", description=_DESCRIPTIONS.get(name, ""),
+                metric = metrics[point.metric] = m.Metric(
+                    name=point.metric, unit="s", description=_DESCRIPTIONS.get(point.metric, ""),
                     histogram=m.Histogram(
                         aggregation_temporality=m.AGGREGATION_TEMPORALITY_DELTA),
                 )
             metric.histogram.data_points.append(m.HistogramDataPoint(
-                attributes=_attrs(pb, attrs), start_time_unix_nano=sm.start_ns,
-                time_unix_nano=sm.end_ns, count=len(values), sum=sum(values),
-                bucket_counts=counts, explicit_bounds=DURATION_BOUNDS,
-                min=min(values), max=max(values),
+                attributes=_attrs(pb, point.attributes), start_time_unix_nano=sm.start_ns,
+                time_unix_nano=sm.end_ns, count=point.count, sum=point.total,
+                bucket_counts=point.buckets, explicit_bounds=DURATION_BOUNDS,
+                min=point.low, max=point.high,
             ))
         if metrics:
             resource_metrics.append(m.ResourceMetrics(
@@ -315,7 +317,7 @@ def encode_histograms(sessions: Sequence[SessionMetrics]) -> bytes:
 
 def rejected(signal: str, body: bytes) -> str | None:
     """What the collector says it rejected, from a partial-success response, if anything."""
-    pb = _proto()
+    pb = load_proto()
     try:
         if signal == "traces":
             ps = pb.trace_service.ExportTraceServiceResponse.FromString(body).partial_success
@@ -392,7 +394,7 @@ def _deliver(sender: OtlpSender, signal: str, body: bytes, report: ExportReport)
 def export_otlp(cassette: Cassette, sessions: Iterable[Session], target: OtlpTarget, *,
                 sender: OtlpSender | None = None) -> ExportReport:
     """Send each session as a trace, then the duration histograms of them all."""
-    _proto()  # a missing extra fails before anything is read
+    load_proto()  # a missing extra fails before anything is read
     report = ExportReport()
     own = sender is None
     sender = sender or OtlpSender(target)
@@ -420,13 +422,13 @@ def export_otlp(cassette: Cassette, sessions: Iterable[Session], target: OtlpTar
             batcher.add(resource, last)
             root = last[-1]
             metrics.append(SessionMetrics(resource, root.start_ns, root.end_ns,
-                                          tracer.measurements))
+                                          list(tracer.histograms.values())))
             report.sessions += 1
         batcher.flush()
         if metrics:
             body = encode_histograms(metrics)
             answer = _deliver(sender, "metrics", body, report)
-            report.durations = sum(len(sm.measurements) for sm in metrics)
+            report.durations = sum(p.count for sm in metrics for p in sm.points)
             note = rejected("metrics", answer)
             if note:
                 report.warnings.append(note)

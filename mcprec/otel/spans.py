@@ -1,4 +1,4 @@
-"""A recorded session as OpenTelemetry spans and duration measurements, from the client's view.
+"""A recorded session as OpenTelemetry spans and duration histograms, from the client's view.
 
 What each message makes (the conventions are ``SEMCONV``, version ``SEMCONV_VERSION``):
 
@@ -22,8 +22,10 @@ No payload (arguments, results) goes into a span: the conventions make those opt
 
 from __future__ import annotations
 
+import bisect
 import calendar
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,11 +44,16 @@ CLIENT, SERVER, INTERNAL = "client", "server", "internal"
 OPERATION_DURATION = "mcp.client.operation.duration"
 SESSION_DURATION = "mcp.client.session.duration"
 ROOT_NAME = "mcprec session"
+DURATION_BOUNDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+"""The bucket boundaries the conventions give for both MCP duration histograms."""
 
 AttrValue = Union[str, int, float, bool]
 
 # span attributes that stay off the duration histograms (high cardinality, or opt-in there)
 _SPAN_ONLY = frozenset({"jsonrpc.request.id", "mcp.session.id", "mcp.resource.uri"})
+# the histogram attributes that differ within a session (the others are the session's own)
+_VARYING = ("mcp.method.name", "gen_ai.tool.name", "gen_ai.prompt.name", "error.type",
+            "rpc.response.status_code", "mcp.protocol.version", "jsonrpc.protocol.version")
 _RESOURCE_METHODS = frozenset({
     "resources/read", "resources/subscribe", "resources/unsubscribe",
     "notifications/resources/updated",
@@ -73,13 +80,24 @@ class SpanData:
     remote_parent: bool = False
 
 
-@dataclass(frozen=True)
-class Measurement:
-    """One value for a histogram: ``seconds`` with its attribute set."""
+@dataclass
+class HistogramPoint:
+    """The durations of one attribute set of one histogram, in the conventions' buckets."""
 
     metric: str
     attributes: tuple[tuple[str, AttrValue], ...]
-    seconds: float
+    count: int = 0
+    total: float = 0.0
+    low: float = math.inf
+    high: float = 0.0
+    buckets: list[int] = field(default_factory=lambda: [0] * (len(DURATION_BOUNDS) + 1))
+
+    def add(self, seconds: float) -> None:
+        self.count += 1
+        self.total += seconds
+        self.low = min(self.low, seconds)
+        self.high = max(self.high, seconds)
+        self.buckets[bisect.bisect_left(DURATION_BOUNDS, seconds)] += 1
 
 
 def wall_clock_ns(iso: str) -> int:
@@ -143,7 +161,7 @@ class SessionTracer:
     """Turns one session's messages, fed in recorded order, into spans as they complete.
 
     ``feed(message)`` returns the spans that message finished; ``finish()`` the rest (requests
-    never answered, and the root span). Duration measurements gather in ``measurements``.
+    never answered, and the root span). Durations gather in ``histograms``.
     """
 
     def __init__(self, session: Session, *, cassette: str | None = None) -> None:
@@ -157,7 +175,9 @@ class SessionTracer:
         self.protocol_version = session.protocol_version
         self.mcp_session_id: str | None = None
         self.last_t_ns = 0
-        self.measurements: list[Measurement] = []
+        self.histograms: dict[tuple[Any, ...], HistogramPoint] = {}
+        self._common_attrs: dict[str, AttrValue] = {}
+        self._common_of: tuple[Any, ...] = ()
         self._transport = transport_attributes(session)
         self._open: dict[int, _Open] = {}
         self._open_by_id: dict[tuple[str, str], int] = {}
@@ -177,13 +197,15 @@ class SessionTracer:
         return attrs
 
     def _common(self) -> dict[str, AttrValue]:
-        attrs: dict[str, AttrValue] = {
-            "mcp.session.id": self.mcp_session_id or self.trace_id.hex(),
-            **self._transport,
-        }
-        if self.protocol_version:
-            attrs["mcp.protocol.version"] = self.protocol_version
-        return attrs
+        """The attributes of every span (the same dict until what they say changes)."""
+        now = (self.mcp_session_id, self.protocol_version)
+        if now != self._common_of:
+            self._common_of = now
+            self._common_attrs = {"mcp.session.id": self.mcp_session_id or self.trace_id.hex(),
+                                  **self._transport}
+            if self.protocol_version:
+                self._common_attrs["mcp.protocol.version"] = self.protocol_version
+        return self._common_attrs
 
     # --- messages in, spans out -----------------------------------------------------------
 
@@ -255,8 +277,9 @@ class SessionTracer:
         attrs: dict[str, AttrValue] = {"mcp.method.name": method}
         name = method
         if m.rpc_id is not None and m.rpc_id != "null":
-            rid = wire.loads(m.rpc_id.encode())
-            attrs["jsonrpc.request.id"] = rid if isinstance(rid, str) else m.rpc_id
+            # the id's JSON text; a string's without its quotes and escapes
+            attrs["jsonrpc.request.id"] = str(wire.loads(m.rpc_id.encode())) \
+                if m.rpc_id.startswith('"') else m.rpc_id
         if obj.get("jsonrpc") != "2.0" and isinstance(obj.get("jsonrpc"), str):
             attrs["jsonrpc.protocol.version"] = obj["jsonrpc"]
         if isinstance(params, dict):
@@ -332,9 +355,13 @@ class SessionTracer:
         return [self._finish_op(op, m.t_ns)]
 
     def _measure(self, metric: str, attrs: dict[str, AttrValue], ns: int) -> None:
-        kept = tuple(sorted((k, v) for k, v in attrs.items()
-                            if k not in _SPAN_ONLY and not k.startswith("mcprec.")))
-        self.measurements.append(Measurement(metric, kept, ns / 1e9))
+        key = (metric, *(attrs.get(k) for k in _VARYING))
+        point = self.histograms.get(key)
+        if point is None:
+            kept = tuple(sorted((k, v) for k, v in attrs.items()
+                                if k not in _SPAN_ONLY and not k.startswith("mcprec.")))
+            point = self.histograms[key] = HistogramPoint(metric, kept)
+        point.add(ns / 1e9)
 
     # --- what the session reveals as it goes ----------------------------------------------
 
@@ -359,11 +386,11 @@ class SessionTracer:
 
 def session_spans(
     messages: Any, session: Session, *, cassette: str | None = None
-) -> tuple[list[SpanData], list[Measurement], dict[str, AttrValue]]:
-    """All of a finished session's spans, its measurements, and its resource attributes."""
+) -> tuple[list[SpanData], list[HistogramPoint], dict[str, AttrValue]]:
+    """All of a finished session's spans, its histograms, and its resource attributes."""
     tracer = SessionTracer(session, cassette=cassette)
     spans: list[SpanData] = []
     for m in messages:
         spans += tracer.feed(m)
     spans += tracer.finish()
-    return spans, tracer.measurements, tracer.resource()
+    return spans, list(tracer.histograms.values()), tracer.resource()
