@@ -18,6 +18,7 @@ from replay_helpers import one_line_error
 from view_helpers import BIG, SECRET, base_of, gallery, recordings, running_view
 
 from mcprec.cassette import open_cassette
+from mcprec.view.page import SCRIPTS
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +86,7 @@ def test_page_and_its_files(api: httpx.Client) -> None:
     assert "unsafe" not in csp and "http" not in csp
     assert page.headers["x-content-type-options"] == "nosniff"
     scripts = re.findall(r'<script src="([^"]+)"', page.text)
-    assert scripts == ["static/tree.js", "static/vlist.js", "static/view.js"]
+    assert scripts == [f"static/{name}" for name in SCRIPTS]
     for path in [*scripts, "static/view.css"]:
         r = api.get("/" + path)
         assert r.status_code == 200 and r.headers["content-security-policy"] == csp

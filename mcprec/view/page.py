@@ -11,7 +11,8 @@ import json
 from importlib import resources
 from typing import Any
 
-SCRIPTS = ("tree.js", "vlist.js", "view.js")
+SCRIPTS = ("tree.js", "vlist.js", "common.js", "api.js", "message.js", "timeline.js", "search.js",
+           "diff.js", "view.js")
 STYLE = "view.css"
 ASSETS = frozenset((*SCRIPTS, STYLE))
 
