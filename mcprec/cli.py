@@ -140,14 +140,20 @@ def cli() -> None:
 @click.option("--replace", is_flag=True,
               help="With --script: record a session again under a name the cassette already "
                    "has; the old one goes only once the new run passed.")
+@click.option("--otlp", metavar="URL", envvar="MCPREC_OTLP",
+              help="Also send the recording, as it is committed, to this OTLP/HTTP collector "
+                   "as traces (from the recorder process; see docs/otel.md).")
+@click.option("--otlp-header", "otlp_headers", multiple=True, metavar="KEY=VALUE",
+              help="With --otlp: a header for the collector (repeatable).")
 @redaction_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(cassette: str | None, session: str | None, tags: tuple[str, ...], durable: bool,
            exit_timeout: float, target: str | None, listen: str, upstream_timeout: float,
            allow_host: tuple[str, ...], allow_origin: tuple[str, ...],
-           max_message_size: str, scripts: tuple[str, ...], replace: bool,
-           redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
-           redact_patterns: tuple[str, ...], command: tuple[str, ...]) -> None:
+           max_message_size: str, scripts: tuple[str, ...], replace: bool, otlp: str | None,
+           otlp_headers: tuple[str, ...], redact_paths: tuple[str, ...],
+           redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...],
+           command: tuple[str, ...]) -> None:
     """Record an MCP server: run COMMAND behind a transparent tap, or proxy --target URL.
 
     Point your MCP host at mcprec instead of the server, e.g. in a host's config replace
@@ -162,6 +168,12 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
     No client at hand? --script SCENARIO makes mcprec the client: it plays the scenario's
     steps, records the session and exits 0, or 1 naming the step that failed.
     """
+    if otlp_headers and not otlp:
+        raise click.UsageError("--otlp-header goes with --otlp URL")
+    if otlp:  # the recorder process reads these (mcprec/otel/live.py)
+        os.environ["MCPREC_OTLP"] = otlp
+        if otlp_headers:
+            os.environ["MCPREC_OTLP_HEADERS"] = ",".join(otlp_headers)
     if scripts:
         _record_scripts(scripts, cassette, session, tags, durable, exit_timeout, target, listen,
                         upstream_timeout, max_message_size, replace,

@@ -137,3 +137,14 @@ def test_a_bad_url_is_said_once_and_recording_goes_on(tmp_path: Path) -> None:
     lines = [line for line in rec.live.stderr.splitlines() if "MCPREC_OTLP" in line]
     assert len(lines) == 1 and "recording without OpenTelemetry export" in lines[0]
     assert session_of(cassette).status == "complete"
+
+
+def test_record_otlp_option_is_the_environment_variable(tmp_path: Path,
+                                                        receiver: Receiver) -> None:
+    """`mcprec record --otlp URL` delivers the same live spans as MCPREC_OTLP does."""
+    from replay_helpers import drive
+
+    cassette = tmp_path / "flag.db"
+    drive(recorded(cassette, *SDK, extra=("-s", "s1", "--otlp", receiver.url)), otel_scenario)
+    wait_for_root(receiver)
+    assert len(summary(receiver)) > 20
