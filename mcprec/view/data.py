@@ -134,7 +134,8 @@ class ViewData:
                 "mcprec_version": __version__}
 
     def sessions(self) -> dict[str, Any]:
-        return {"sessions": [self._session(s) for s in q.sessions(self.cassette)]}
+        return {"sessions": [self._session(s, count, last) for s, count, last
+                             in q.sessions(self.cassette)]}
 
     def session_of(self, sid: int) -> Session:
         return self.cassette.session_by_id(sid)

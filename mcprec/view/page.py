@@ -5,6 +5,7 @@ scripts and the style are mcprec's own files in ``static/``."""
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import html
 import json
@@ -27,8 +28,11 @@ _CONTENT_TYPES = {".js": b"text/javascript; charset=utf-8", ".css": b"text/css; 
 
 def asset(name: str) -> tuple[bytes, bytes] | None:
     """(content, content type) of a file of the page, or None for any other name."""
-    if name not in ASSETS:
-        return None
+    return _asset(name) if name in ASSETS else None
+
+
+@functools.lru_cache(maxsize=len(ASSETS))
+def _asset(name: str) -> tuple[bytes, bytes]:
     data = (resources.files(__package__) / "static" / name).read_bytes()
     return data, _CONTENT_TYPES[name[name.rfind("."):]]
 

@@ -11,6 +11,9 @@
   const main = document.getElementById("main");
 
   async function timelineView(alive, sid, seq) {
+    // the first page is asked for at once, alongside the session, not after it
+    const firstPage = api(`/api/sessions/${sid}/timeline`, { start: 0, count: PAGE });
+    firstPage.catch(() => {});
     const s = await api(`/api/sessions/${sid}`);
     if (!alive()) return null;
     document.title = `${s.name} · mcprec view`;
@@ -106,7 +109,7 @@
 
     async function loadPage(n) {
       try {
-        const r = await api(`/api/sessions/${sid}/timeline`, { start: n * PAGE, count: PAGE });
+        const r = await (n === 0 ? firstPage : api(`/api/sessions/${sid}/timeline`, { start: n * PAGE, count: PAGE }));
         if (disposed) return;
         if (r.total !== null || r.entries.length === PAGE) pages.set(n, r.entries);
         const known = r.total !== null ? r.total : Math.max(total, r.known);
