@@ -646,6 +646,15 @@ def _register_diff() -> None:
 _register_diff()
 
 
+def _register_lint() -> None:
+    from .lint.command import lint_command
+
+    cli.add_command(lint_command)
+
+
+_register_lint()
+
+
 def _register_view() -> None:
     from .cli_view import view_command
 
