@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -54,7 +54,11 @@ def recordings(tmp: Path) -> Path:
                   env={"MCPREC_TEST_SERVER_VARIANT": variant})
         _recorded["cassette"] = cassette
     copy = tmp / f"sdk-{len(list(tmp.glob('sdk-*.db')))}.db"
-    shutil.copy(_recorded["cassette"], copy)
+    # SQLite's backup: what is still in the source's WAL comes along
+    with sqlite3.connect(_recorded["cassette"]) as src, sqlite3.connect(copy) as dst:
+        src.backup(dst)
+    src.close()
+    dst.close()
     return copy
 
 

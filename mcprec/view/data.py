@@ -19,6 +19,7 @@ import orjson
 from .. import __version__
 from ..cassette import Cassette, Session
 from ..cassette import views as q
+from ..diff.engine import failure as answer_failure
 from ..errors import SessionNotFoundError, UsageError
 from ..redact import Redactor
 
@@ -87,20 +88,11 @@ def label(method: str | None, obj: Any) -> str:
 
 
 def failure(kind: str, obj: Any) -> str | None:
-    """What went wrong in an answer: a JSON-RPC error, or a tool result with ``isError``."""
+    """What went wrong in an answer (as the diff says it): a JSON-RPC error, or a tool result
+    with ``isError``; "error" for an error that is not JSON."""
     if not isinstance(obj, dict):
         return "error" if kind == "error" else None
-    err = obj.get("error")
-    if kind == "error" or err is not None:
-        err = err if isinstance(err, dict) else {}
-        return f"error {err.get('code', '?')}: {_short(err.get('message', ''), 100)}"
-    result = obj.get("result")
-    if isinstance(result, dict) and result.get("isError") is True:
-        content = result.get("content")
-        first = content[0] if isinstance(content, list) and content else None
-        text = first.get("text") if isinstance(first, dict) else None
-        return "tool error" + (f": {_short(text, 100)}" if isinstance(text, str) else "")
-    return None
+    return answer_failure(obj)
 
 
 class ViewData:
