@@ -91,21 +91,21 @@ class SecurityChecker(Checker):
     # --- texts ------------------------------------------------------------------------------
 
     def _text(self, item: Item, kind: str, text: str, steps: tuple[Any, ...], what: str) -> None:
-        ctx, path = self.ctx, item.path(*steps)
+        ctx = self.ctx
         if kind in ("name", "description", "schema", "instructions") and ctx.on(INJECTION) \
                 or kind == "result" and ctx.on(RESULT_INJECTION):
             for label, matched in injection(text):
                 ctx.report(INJECTION if kind != "result" else RESULT_INJECTION, item,
-                           f"{what}: {label}: {_quote(matched)}", path)
+                           f"{what}: {label}: {_quote(matched)}", item.path(*steps))
         hidden = invisible(text)
         if hidden:
-            ctx.report(INVISIBLE, item, f"{what} holds {', '.join(hidden)}", path)
+            ctx.report(INVISIBLE, item, f"{what} holds {', '.join(hidden)}", item.path(*steps))
         for p in self.patterns:
             if kind in p.surfaces:
                 m = p.regex.search(text)
                 if m is not None:
                     ctx.report(p.rule.code, item, f"{what}: {p.message}: {_quote(m.group(0))}",
-                               path, rule_name=p.rule.name)
+                               item.path(*steps), rule_name=p.rule.name)
 
     # --- names ------------------------------------------------------------------------------
 

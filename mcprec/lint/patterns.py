@@ -33,52 +33,59 @@ descriptions; texts inside tool schemas; the server's instructions; tool results
 contents; prompt messages."""
 MODEL_FACING = ("name", "description", "schema", "instructions")
 
-# Each: (label, regex). Phrasings that address the model rather than describe the tool. Words
-# between the key terms are bounded ({0,n}) so that the match stays within one thought.
+# Each: (label, regex, words one of which any match contains, lower-cased). Phrasings that
+# address the model rather than describe the tool. Words between the key terms are bounded
+# ({0,n}) so that the match stays within one thought. The words let most texts skip the regex.
 _GAP = r"(?:[\w'’,-]+\s+){0,%d}?"
-INJECTION: list[tuple[str, str]] = [
+INJECTION: list[tuple[str, str, tuple[str, ...]]] = [
     ("override earlier instructions",
      r"\b(?:ignore|disregard|forget|override|bypass)\s+" + _GAP % 4
      + r"(?:previous|prior|preceding|above|earlier|all|any|other|system|original|your)\s+"
-     + _GAP % 2 + r"(?:instructions?|prompts?|rules?|directives?|guidelines?|context)\b"),
+     + _GAP % 2 + r"(?:instructions?|prompts?|rules?|directives?|guidelines?|context)\b",
+     ("ignore", "disregard", "forget", "override", "bypass")),
     ("conceal from the user",
      r"\b(?:do\s+not|don[’']?t|never|without)\s+" + _GAP % 3
      + r"(?:tell(?:ing)?|inform(?:ing)?|mention(?:ing)?|reveal(?:ing)?|notify(?:ing)?|"
-       r"alert(?:ing)?|show(?:ing)?|ask(?:ing)?)\s+" + _GAP % 2 + r"(?:the\s+)?users?\b"),
+       r"alert(?:ing)?|show(?:ing)?|ask(?:ing)?)\s+" + _GAP % 2 + r"(?:the\s+)?users?\b",
+     ("user",)),
     ("hidden directive markup",
      r"<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin)\s*>|\[\s*(?:system|INST)"
-     r"\s*\]|<\|im_start\|>|\bBEGIN\s+(?:SYSTEM|HIDDEN)\s+(?:PROMPT|INSTRUCTIONS)\b"),
+     r"\s*\]|<\|im_start\|>|\bBEGIN\s+(?:SYSTEM|HIDDEN)\s+(?:PROMPT|INSTRUCTIONS)\b",
+     ("<", "[", "begin")),
     ("role reassignment",
      r"\b(?:you\s+are\s+now|from\s+now\s+on,?\s+you|act\s+as\s+(?:an?\s+)?(?:system|admin|root|"
      r"developer\s+mode)|new\s+(?:system\s+)?instructions\s*:|your\s+new\s+(?:task|role|"
-     r"instructions))\b"),
+     r"instructions))\b",
+     ("now", "act", "new")),
     ("covert action",
      r"\b(?:secretly|silently|covertly|quietly)\s+" + _GAP % 3
-     + r"(?:call|send|read|include|add|run|execute|copy|pass|upload|forward)\b"),
+     + r"(?:call|send|read|include|add|run|execute|copy|pass|upload|forward)\b",
+     ("secretly", "silently", "covertly", "quietly")),
     ("sensitive files",
      r"(?:~/\.ssh\b|\bid_(?:rsa|ed25519|ecdsa)\b|\.aws/credentials|/etc/(?:passwd|shadow)\b|"
-     r"\bmcp\.json\b|claude_desktop_config|\bwallet\.dat\b)"),
+     r"\bmcp\.json\b|claude_desktop_config|\bwallet\.dat\b)",
+     (".ssh", "id_", "credentials", "/etc/", "mcp.json", "claude_desktop", "wallet.dat")),
     ("exfiltration",
      r"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|e-?mail)\s+" + _GAP % 6
-     + r"(?:to|at)\s+(?:https?://|[\w.+-]+@[\w-]+\.)"),
+     + r"(?:to|at)\s+(?:https?://|[\w.+-]+@[\w-]+\.)",
+     ("://", "@")),
     ("tool hijacking",
      r"\b(?:instead\s+of|rather\s+than|before\s+(?:using|calling|invoking))\s+" + _GAP % 3
-     + r"(?:any|the|other|another)\s+" + _GAP % 2 + r"tools?\b"),
+     + r"(?:any|the|other|another)\s+" + _GAP % 2 + r"tools?\b",
+     ("tool",)),
 ]
-INJECTION_RX = [(label, re.compile(rx, re.IGNORECASE)) for label, rx in INJECTION]
-# one pass tells whether any pattern matches (the usual answer: none)
-_ANY_INJECTION = re.compile("|".join(f"(?:{rx})" for _, rx in INJECTION), re.IGNORECASE)
+INJECTION_RX = [(label, re.compile(rx, re.IGNORECASE), words) for label, rx, words in INJECTION]
 
 
 def injection(text: str) -> list[tuple[str, str]]:
     """(label, matched text) of each bundled injection pattern found in ``text``."""
-    if _ANY_INJECTION.search(text) is None:
-        return []
+    low = text.lower()
     out = []
-    for label, rx in INJECTION_RX:
-        m = rx.search(text)
-        if m is not None:
-            out.append((label, m.group(0)))
+    for label, rx, words in INJECTION_RX:
+        if any(w in low for w in words):
+            m = rx.search(text)
+            if m is not None:
+                out.append((label, m.group(0)))
     return out
 
 

@@ -160,6 +160,9 @@ class Checker:
         pass
 
 
+_CALLS = (wire.REQUEST, wire.NOTIFICATION)
+
+
 def items(m: Message) -> Iterator[Item]:
     """The JSON-RPC messages in ``m``: itself, or each element of a batch."""
     obj = m.json
@@ -182,13 +185,18 @@ class Walk:
         s = ctx.session
         self.state.version = s.protocol_version
         self.state.stateless = is_stateless(s.protocol_version)
+        self._known: dict[tuple[str | None, bool], tuple[str, Spec]] = {}
 
     def run(self, cassette: Cassette) -> list[Finding]:
         for m in cassette.messages(self.ctx.session):
             if m.http is not None and (m.http.get("synthetic") or m.http.get("truncated")):
                 continue  # a marker of a transport failure, or cut short by the recorder
-            for item in items(m):
-                self.step(item)
+            if m.kind == wire.BATCH:
+                for item in items(m):
+                    self.step(item)
+            else:  # the usual case, without the generator
+                self.step(Item(m.seq, m.direction, m.kind, m.method if m.kind in _CALLS else None,
+                               m.rpc_id, m.json, raw=m.raw))
         for checker in self.checkers:
             checker.finish()
         return self.ctx.findings
@@ -230,9 +238,14 @@ class Walk:
             meta = _meta(item.request.params)
             v = meta.get(VERSION_KEY) if meta else None
             version = v if isinstance(v, str) else version
-        item.version = closest_known(version, not is_stateless(version) and (
-            st.initialize_seq is not None or not st.stateless))
-        item.spec = spec(item.version)  # type: ignore[assignment]
+        handshake = st.initialize_seq is not None or not st.stateless
+        known = self._known.get((version, handshake))
+        if known is None:
+            v = closest_known(version, not is_stateless(version) and handshake)
+            compiled = spec(v)
+            assert compiled is not None  # closest_known names a published revision
+            known = self._known[(version, handshake)] = (v, compiled)
+        item.version, item.spec = known
         if item.direction == C2S and st.first_client_seq is None:
             st.first_client_seq = item.seq
 
