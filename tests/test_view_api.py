@@ -364,6 +364,35 @@ def test_secrets_marked(gallery_api: httpx.Client) -> None:
     assert SECRET not in orjson.dumps(get(gallery_api, "/api/search", q="token")).decode()
 
 
+def test_rows_say_no_secret(gallery_api: httpx.Client) -> None:
+    """A row of the timeline never quotes a secret: no label, a failure without its words."""
+    page = get(gallery_api, "/api/sessions/1/timeline")
+    whoami = next(e for e in page["entries"] if e.get("label") == "whoami")
+    assert whoami["answer"]["secrets"] == ["GitHub token"]
+    login = page["entries"][-1]
+    assert login["label"] == "" and "GitHub token" in login["secrets"]
+    assert login["answer"]["failure"] == "error -32000"
+    assert SECRET not in orjson.dumps(page).decode().replace(
+        next(e["line"] for e in page["entries"] if e["type"] == "stderr"), "")
+
+
+def test_diff_says_no_secret(tmp_path: Path) -> None:
+    """In a diff for a file, labels, errors and values that look like secrets are left out."""
+    from mcprec.cassette.views import open_read_only
+    from mcprec.redact import Redactor
+    from mcprec.view.data import ViewData
+
+    with open_read_only(gallery(tmp_path / "g.db")) as c:
+        data = ViewData(c, Redactor(), withhold=True)
+        d: dict[str, Any] = {"summary": {"changes": []}, "exchanges": [{
+            "method": "tools/call", "label": f"tools/call login {SECRET}",
+            "error_detail": f"error -1: {SECRET}",
+            "differences": [{"path": "$.result", "before": SECRET, "after": "x"}]}]}
+        data.guard_diff(d)
+    assert SECRET not in orjson.dumps(d).decode()
+    assert d["exchanges"][0]["differences"][0]["withheld"]
+
+
 def test_exact_text(gallery_api: httpx.Client) -> None:
     """An integer past 64 bits and base64 media come as recorded."""
     big = get(gallery_api, "/api/sessions/1/messages/8")

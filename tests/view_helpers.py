@@ -123,6 +123,9 @@ def gallery(path: Path) -> Path:
                "params": {"name": "broken", "arguments": {}}})
     send(s2c, {"jsonrpc": "2.0", "id": 5, "error": {"code": -32603, "message": "it broke"}})
     send(s2c, b"", http={"synthetic": True, "error": "upstream dropped the stream: closed"})
+    send(c2s, {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+               "params": {"name": "login", "arguments": {"token": SECRET}}})
+    send(s2c, {"jsonrpc": "2.0", "id": 6, "error": {"code": -32000, "message": f"bad {SECRET}"}})
     w.close(exit_code=0)
     return path
 

@@ -95,6 +95,11 @@ def failure(kind: str, obj: Any) -> str | None:
     return answer_failure(obj)
 
 
+def _guarded(said: str | None, secrets: list[str]) -> str | None:
+    """``error -32000: "token ghp_..."`` without its words when they look like a secret."""
+    return said.split(":")[0] if said and secrets else said
+
+
 class ViewData:
     """The view's answers over one read-only cassette. ``withhold``: leave out what looks like
     a secret instead of marking it (for a file that will be shared)."""
@@ -240,14 +245,18 @@ class ViewData:
         return self._brief(b, p.answers.get(b.seq), p.children.get(b.seq, 0))
 
     def _brief(self, b: q.Brief, answer: q.Brief | None, children: int) -> dict[str, Any]:
+        """A row: what it says of the message comes from its text, so a text that looks like
+        a secret gives no label and a failure without its words."""
         obj = _json(b.raw)
+        found = self.secrets(b.raw) if b.raw is not None else []
         out: dict[str, Any] = {
             "type": "message", "seq": b.seq, "t": b.t_ns, "dir": DIRS.get(b.direction, "?"),
             "kind": b.kind, "method": b.method, "id": b.rpc_id, "size": b.size,
-            "label": label(b.method, obj), "children": children,
+            "label": "" if found else label(b.method, obj), "children": children,
+            "secrets": found,
         }
         if b.kind in ("response", "error"):
-            out["failure"] = failure(b.kind, obj)
+            out["failure"] = _guarded(failure(b.kind, obj), found)
             out["reply_to"] = b.reply_to
         if b.http:
             if b.http.get("synthetic"):
@@ -257,10 +266,11 @@ class ViewData:
             if "status" in b.http:
                 out["http_status"] = b.http["status"]
         if answer is not None:
+            hidden = self.secrets(answer.raw) if answer.raw is not None else []
             out["answer"] = {"seq": answer.seq, "t": answer.t_ns, "kind": answer.kind,
                              "size": answer.size,
-                             "failure": failure(answer.kind, _json(answer.raw)),
-                             "latency_ns": answer.t_ns - b.t_ns}
+                             "failure": _guarded(failure(answer.kind, _json(answer.raw)), hidden),
+                             "latency_ns": answer.t_ns - b.t_ns, "secrets": hidden}
             if answer.http and answer.http.get("synthetic"):  # the proxy answered: no upstream
                 out["answer"]["transport_failure"] = str(answer.http.get("error") or "failed")
         return out
@@ -305,18 +315,17 @@ class ViewData:
         complete = len(full.text) >= b.size
         out = self._brief(b, None, 0)
         obj = _json(full.text) if complete else None
-        out.update(label=label(b.method, obj), reply_to=b.reply_to, context_seq=b.context_seq,
-                   follows=full.follows, waits_for=full.waits_for, http=b.http,
-                   text=text, complete=complete, utf8=utf8)
-        if b.kind in ("response", "error"):
-            out["failure"] = failure(b.kind, obj)
-        if b.kind == "request":
-            out["answer_seq"] = q.answer_seq(self.cassette, s, seq)
         scanned = full.text if b.size <= SCAN_MAX or not complete else full.text[:SCAN_MAX]
         found = self.secrets(scanned)
         if b.http:
             found += [k for k in self.secrets(orjson.dumps(b.http)) if k not in found]
-        out["secrets"] = found
+        out.update(label="" if found else label(b.method, obj), reply_to=b.reply_to,
+                   context_seq=b.context_seq, follows=full.follows, waits_for=full.waits_for,
+                   http=b.http, text=text, complete=complete, utf8=utf8, secrets=found)
+        if b.kind in ("response", "error"):
+            out["failure"] = _guarded(failure(b.kind, obj), found)
+        if b.kind == "request":
+            out["answer_seq"] = q.answer_seq(self.cassette, s, seq)
         if found and self.withhold:
             out.update(text=None, http=None, withheld=True)
         return out
@@ -386,7 +395,12 @@ class ViewData:
         return result
 
     def guard_diff(self, result: dict[str, Any]) -> None:
-        """Mark (or, withholding, empty) the values of a difference that look like secrets."""
+        """Mark (or, withholding, empty) the values of a difference that look like secrets;
+        an exchange's label and error quote its messages: those are cut."""
+        for e in result["exchanges"]:
+            if self.secrets(f"{e['label']}\n{e.get('error_detail') or ''}".encode()):
+                e["label"] = f"{e['method']} (arguments hidden: they look like a secret)"
+                e["error_detail"] = _guarded(e.get("error_detail"), ["secret"])
         items = [d for e in result["exchanges"] for d in e["differences"]]
         items += result["summary"]["changes"]
         for d in items:

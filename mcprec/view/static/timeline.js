@@ -281,6 +281,8 @@
       ? h("span.c-method", h("span.fail", "transport failure: ", e.transport_failure))
       : h("span.c-method", twisty, h("span.m", e.method || (e.kind === "invalid" ? "(not JSON-RPC)" : "—")),
         e.label ? h("span.label", " ", e.label) : null,
+        (e.secrets && e.secrets.length) || (e.answer && e.answer.secrets && e.answer.secrets.length)
+          ? h("span.secret", { title: "looks like a secret: select to see it, after a warning" }, " ⚠ secret?") : null,
         failed && !e.transport_failure ? h("span.fail", " ", typeof failed === "string" ? failed : "failed") : null,
         e.truncated ? h("span.badge", `truncated: ${fmtSize(e.truncated)} sent`) : null);
     const latency = e.answer ? e.answer.latency_ns : null;
