@@ -657,3 +657,53 @@ def test_bench_runs_quickly(tmp_path: Path) -> None:
                           capture_output=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
     assert b"0 finding(s)" in done.stdout
+
+
+def test_http_recording_of_the_sdk_server(tmp_path: Path) -> None:
+    """A Streamable HTTP session recorded through the proxy lints like a stdio one: the SDK
+    server's log messages without the logging capability, nothing else."""
+    from http_helpers import run_http_session, run_sync, sdk_scenario, start_proxy, \
+        start_sdk_http
+
+    cassette = tmp_path / "http.db"
+    upstream = start_sdk_http()
+    try:
+        proxy = start_proxy(upstream.url, cassette, session="http")
+        try:
+            run_sync(lambda: run_http_session(proxy.url, sdk_scenario))
+        finally:
+            proxy.stop()
+    finally:
+        upstream.stop()
+    result = lint([cassette], options=NO_CONFIG)
+    assert result.sessions[0].messages >= 10
+    assert {(f.code, f.method) for f in result.findings} == {SDK_LOG_WITHOUT_CAPABILITY}
+
+
+@pytest.mark.parametrize("mode,transport", [("streamableHttp", "streamable"), ("sse", "sse")])
+def test_http_recording_of_server_everything(tmp_path: Path, everything_server: list[str],
+                                             mode: str, transport: str) -> None:
+    """server-everything over Streamable HTTP and the legacy HTTP+SSE, recorded through the
+    proxy: clean."""
+    from http_helpers import run_http_session, run_sync, start_everything, start_proxy
+
+    async def scenario(s: Any, run: Any) -> None:
+        await s.list_tools()
+        await s.call_tool("echo", {"message": "hello"})
+        await s.call_tool("get-structured-content", {"location": "Chicago"})
+        await s.list_prompts()
+        await s.send_ping()
+
+    cassette = tmp_path / "http.db"
+    upstream = start_everything(mode)
+    try:
+        proxy = start_proxy(upstream.url, cassette, session="everything")
+        try:
+            run_sync(lambda: run_http_session(proxy.url, scenario, transport=transport))
+        finally:
+            proxy.stop()
+    finally:
+        upstream.stop()
+    result = lint([cassette], options=NO_CONFIG)
+    assert result.sessions[0].messages >= 10
+    assert [(f.code, f.method, f.message) for f in result.findings] == []

@@ -75,11 +75,15 @@ INJECTION: list[tuple[str, str, tuple[str, ...]]] = [
      ("tool",)),
 ]
 INJECTION_RX = [(label, re.compile(rx, re.IGNORECASE), words) for label, rx, words in INJECTION]
+# one pass tells whether any key word is there at all (the usual answer: none)
+_ANY_WORD = re.compile("|".join(sorted({re.escape(w) for _, _, ws in INJECTION for w in ws})))
 
 
 def injection(text: str) -> list[tuple[str, str]]:
     """(label, matched text) of each bundled injection pattern found in ``text``."""
     low = text.lower()
+    if _ANY_WORD.search(low) is None:
+        return []
     out = []
     for label, rx, words in INJECTION_RX:
         if any(w in low for w in words):
