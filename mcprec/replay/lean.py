@@ -19,6 +19,7 @@ from ..wire import LineFramer
 from .playback import Playback
 
 DRAIN_TIMEOUT_S = 2.0
+TIMED_DRAIN_S = 30.0
 READ_SIZE = 1 << 16
 _IN = select.POLLIN | select.POLLPRI
 _GONE = select.POLLERR | select.POLLHUP | select.POLLNVAL
@@ -70,7 +71,7 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
         collect()
         while not playback.ended:
             now = time.monotonic()
-            if eof_at is not None and (not playback.busy or now - eof_at > DRAIN_TIMEOUT_S):
+            if eof_at is not None and _drained(playback, now - eof_at):
                 break
             if not write():
                 gone = True
@@ -80,9 +81,8 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
                 poller.register(stdout_fd, select.POLLOUT) if writing else poller.unregister(
                     stdout_fd)
             deadline = playback.next_deadline()
-            if eof_at is not None:
-                drain_end = eof_at + DRAIN_TIMEOUT_S
-                deadline = drain_end if deadline is None else min(deadline, drain_end)
+            if eof_at is not None and deadline is None:
+                deadline = eof_at + DRAIN_TIMEOUT_S
             timeout = None if deadline is None else max(0, int((deadline - now) * 1000) + 1)
             for fd, ev in poller.poll(timeout):
                 if fd == stdin_fd:
@@ -113,6 +113,17 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
         os.set_blocking(stdout_fd, blocking)
         if playback.ended:  # the recorded server exited: the client sees its end of file now
             os.close(stdout_fd)
+
+
+def _drained(playback: Playback, since_eof: float) -> bool:
+    """After the client's end of input: done when nothing is in progress; answers that wait
+    for the client get ``DRAIN_TIMEOUT_S``, answers due at a time (``--timing``, a delay) are
+    let out up to ``TIMED_DRAIN_S``."""
+    if not playback.busy:
+        return True
+    if playback.next_deadline() is not None:
+        return since_eof > TIMED_DRAIN_S
+    return since_eof > DRAIN_TIMEOUT_S
 
 
 def _finish_writing(fd: int, out: bytearray, timeout: float = 5.0) -> None:
