@@ -155,8 +155,9 @@ def test_search(page: Page, base: str) -> None:
     page.shot("search")
     hits.first.locator("a").click()
     tab.locator("aside.detail h2", has_text="tools/call counter").wait_for()
-    assert rows(tab).filter(has=tab.locator(".c-seq")).locator("xpath=.").first.is_visible()
-    assert tab.locator(".vlist .row.selected").inner_text().count("counter") == 1
+    selected = tab.locator(".vlist .row.selected")
+    assert "counter" in selected.inner_text()
+    assert re.search(rf"#/s/\d+/m/{selected.locator('.c-seq').inner_text()}$", tab.url)
 
 
 def test_deep_link_inside_a_request(page: Page, base: str) -> None:
@@ -213,7 +214,12 @@ def test_large_session_is_virtual(browser: Any, tmp_path: Path) -> None:
         tab.goto(url)
         rows(tab).first.wait_for()
         assert rows(tab).count() < 100
-        tab.locator(".vlist").evaluate("el => { el.scrollTop = el.scrollHeight; }")
+        scroller = tab.locator(".vlist")
+        for _ in range(200):  # the whole length comes once the outline is built
+            if scroller.evaluate("el => el.scrollHeight") > 5000 * 26:
+                break
+            tab.wait_for_timeout(50)
+        scroller.evaluate("el => { el.scrollTop = el.scrollHeight; }")
         tab.locator(".vlist .row.msg .c-seq", has_text="1999").first.wait_for()
         assert rows(tab).count() < 100
         page.close()
