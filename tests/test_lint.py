@@ -707,3 +707,64 @@ def test_http_recording_of_server_everything(tmp_path: Path, everything_server: 
     result = lint([cassette], options=NO_CONFIG)
     assert result.sessions[0].messages >= 10
     assert [(f.code, f.method, f.message) for f in result.findings] == []
+
+
+async def probing_client(argv: list[str], calls: list[tuple[str, dict[str, Any]]]) -> None:
+    """The SDK's Client in its default mode: it probes server/discover first."""
+    import warnings
+
+    from mcp import StdioServerParameters
+    from mcp.client import Client
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        async with Client(StdioServerParameters(command=argv[0], args=argv[1:])) as c:
+            await c.list_tools()
+            for name, args in calls:
+                await c.call_tool(name, args)
+            await c.list_prompts()
+
+
+def test_stateless_sdk_session_lints_clean(tmp_path: Path, sdk_server: list[str]) -> None:
+    """A 2026-07-28 session (server/discover, every request enveloped, every result stamped)
+    between the SDK's Client and MCPServer: clean, each message against 2026-07-28."""
+    import asyncio
+
+    cassette = tmp_path / "modern.db"
+    asyncio.run(probing_client(recorded(cassette, *sdk_server),
+                               [("add", {"a": 2, "b": 3}), ("echo", {"text": "hi"})]))
+    result = lint([cassette], options=NO_CONFIG)
+    assert result.sessions[0].version == "2026-07-28" and result.sessions[0].messages >= 10
+    assert [(f.code, f.method, f.message) for f in result.findings] == []
+
+
+def test_probe_then_initialize_lints_clean(tmp_path: Path, everything_server: list[str]) -> None:
+    """A probing client falls back to initialize when server-everything answers
+    server/discover with -32601: the probe does not count as the first message, and the rest
+    is checked as the handshake session it is."""
+    import asyncio
+
+    cassette = tmp_path / "fallback.db"
+    asyncio.run(probing_client(recorded(cassette, *everything_server),
+                               [("echo", {"message": "hi"})]))
+    result = lint([cassette], options=NO_CONFIG)
+    from mcprec.cassette import open_cassette
+
+    with open_cassette(cassette) as c:
+        requests = [m.method for m in c.messages(c.session()) if m.kind == "request"]
+    assert requests[:2] == ["server/discover", "initialize"]
+    assert [(f.code, f.method, f.message) for f in result.findings] == []
+
+
+def test_rules_of_the_handshake_apply_after_a_probe(tmp_path: Path) -> None:
+    """After a server/discover probe answered -32601 and an initialize, the session is held to
+    the handshake's rules: a list_changed the server did not advertise is named."""
+    env = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+           "io.modelcontextprotocol/clientCapabilities": {}}
+    msgs = [(C2S, req(9, "server/discover", {"_meta": env})),
+            (S2C, {"jsonrpc": "2.0", "id": 9, "error": {"code": -32601,
+                                                        "message": "Method not found"}}),
+            *handshake(server_caps={"tools": {}}),
+            (S2C, note("notifications/tools/list_changed"))]
+    findings = lint_one(path_with(tmp_path / "probe.db", msgs))
+    assert {(f.code, f.method) for f in findings} == {("CAP001", "notifications/tools/list_changed")}

@@ -265,6 +265,7 @@ class Walk:
             if token_key is not None:
                 st.tokens[(item.direction, token_key)] = req
             if item.method == "initialize" and item.direction == C2S:
+                st.stateless = False  # a probe may have come first: the handshake won
                 if st.initialize_seq is None:
                     st.initialize_seq = item.seq
                     if isinstance(params, dict):
