@@ -74,7 +74,7 @@
           kind: m.kind, method: m.method, id: m.id, size: m.size,
           snippet: m.secrets && m.secrets.length ? null : text2.slice(from, from + 160),
           snippet_start: from, secrets: m.secrets || [] });
-        if (hits.length >= 500) return { query: text, terms: q.text, fields: q.fields, hits, next: null, scanned };
+        if (hits.length >= 500) return { query: text, terms: q.text, fields: q.fields, hits, next: null, scanned, capped: true };
       }
     }
     return { query: text, terms: q.text, fields: q.fields, hits, next: null, scanned };

@@ -29,7 +29,8 @@
         for (const hit of r.hits) results.appendChild(hitRow(hit, r.terms || [], all));
         cursor = r.next;
         if (!cursor) {
-          status.textContent = found ? `${found} message${found === 1 ? "" : "s"} found.` : "Nothing found.";
+          status.textContent = r.capped ? `The first ${found} messages found; narrow the search to see others.`
+            : found ? `${found} message${found === 1 ? "" : "s"} found.` : "Nothing found.";
           return;
         }
         if (r.hits.length) {
