@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers import MCPREC, PEERS, REPO, recorded, run_client, run_mcprec
 from line_client import LineClient, reap_line_clients  # noqa: F401
@@ -768,3 +770,54 @@ def test_rules_of_the_handshake_apply_after_a_probe(tmp_path: Path) -> None:
             (S2C, note("notifications/tools/list_changed"))]
     findings = lint_one(path_with(tmp_path / "probe.db", msgs))
     assert {(f.code, f.method) for f in findings} == {("CAP001", "notifications/tools/list_changed")}
+
+
+# --- whatever a peer sends, lint reports and does not crash --------------------------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                 max_size=3),
+    max_leaves=8)
+_methods = st.sampled_from(["initialize", "notifications/initialized", "tools/list", "tools/call",
+                            "notifications/progress", "notifications/cancelled", "ping",
+                            "sampling/createMessage", "resources/subscribe", "server/discover",
+                            "notifications/message", "x/custom"])
+_ids = st.none() | st.integers(0, 3) | st.sampled_from(["a", 1.5, True])
+_message = st.one_of(
+    st.builds(lambda i, m, p: {"jsonrpc": "2.0", "id": i, "method": m, "params": p},
+              _ids, _methods, _json),
+    st.builds(lambda m, p: {"jsonrpc": "2.0", "method": m, "params": p}, _methods, _json),
+    st.builds(lambda i, r: {"jsonrpc": "2.0", "id": i, "result": r}, _ids, _json),
+    st.builds(lambda i, e: {"jsonrpc": "2.0", "id": i, "error": e}, _ids, _json),
+    _json)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([C2S, S2C]), _message), max_size=12),
+       st.sampled_from([None, "2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28", "2099"]))
+def test_any_traffic_is_linted_without_crashing(messages: list[tuple[str, Any]],
+                                               version: str | None) -> None:
+    """Arbitrary JSON in either direction, under any version, gives findings, never an error."""
+    from mcprec import wire
+    from mcprec.cassette import Session
+    from mcprec.lint.api import checkers, prepare
+    from mcprec.lint.walk import Context, Item, Walk
+
+    run = prepare(LintOptions(use_config=False))
+    session = Session(1, "s", "stdio", [], "", None, "complete", 0, version, None, None, None,
+                      None, None, {}, "0")
+    walk = Walk(Context("c.db", session, run.enabled, run), checkers(run))
+    for seq, (direction, obj) in enumerate(messages):
+        raw = wire.dumps(obj)
+        c = wire.classify(raw)
+        if c.kind == wire.BATCH:
+            for i, element in enumerate(obj):
+                e = wire.classify_obj(element)
+                walk.step(Item(seq, direction, e.kind, e.method, e.rpc_id, element, f"$[{i}]"))
+        else:
+            walk.step(Item(seq, direction, c.kind, c.method, c.rpc_id, obj, raw=raw))
+    for checker in walk.checkers:
+        checker.finish()
+    for f in walk.ctx.findings:
+        assert f.code in run.enabled and f.path.startswith("$")
