@@ -601,11 +601,14 @@ def import_(dump: str, cassette: str, replace: bool) -> None:
 @click.option("--html", "html", type=click.Path(dir_okay=False), metavar="OUT.html",
               help="Also write the report as one self-contained HTML page (a CI artifact).")
 @click.option("--color/--no-color", default=None, help="Colour the text report.")
+@click.option("--lint", "lint_run", is_flag=True,
+              help="Also lint the new run against the spec (`mcprec lint`): findings make the "
+                   "exit code 1.")
 @redaction_options
 @click.argument("server", nargs=-1, type=click.UNPROCESSED)
 def verify(cassette: str, session: str | None, timeout: float, update: bool, target: str | None,
            ignore: tuple[str, ...], config: str | None, fail_on_latency: bool | None, fmt: str,
-           html: str | None, color: bool | None, redact_paths: tuple[str, ...],
+           html: str | None, color: bool | None, lint_run: bool, redact_paths: tuple[str, ...],
            redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...],
            server: tuple[str, ...]) -> None:
     """Check a new build of a server against a recording: the regression test for servers.
@@ -631,6 +634,14 @@ def verify(cassette: str, session: str | None, timeout: float, update: bool, tar
     code = _run(a, b, ignore, config, None, None, fail_on_latency, fmt, color, html=html)
     if v.drive.timed_out and code == 0:
         code = 1
+    if lint_run:
+        from .lint.api import lint
+        from .lint.report import render
+
+        found = lint([cassette], session=v.new)
+        click.echo(render(found, "text"), err=True, nl=False)
+        if found.failed and code == 0:
+            code = 1
     if update:
         accept(cassette, v)
         click.echo(f"mcprec: the new run is now session {v.original!r} of {cassette}", err=True)
