@@ -18,4 +18,5 @@ if ! command -v chromium >/dev/null 2>&1; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   fi
 fi
-exec .venv/bin/python -m pytest "$@"
+# two workers (pytest-xdist): the suite's real servers and browsers keep both cores busy
+exec .venv/bin/python -m pytest -n "${MCPREC_TEST_WORKERS:-2}" "$@"
