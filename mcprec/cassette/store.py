@@ -262,7 +262,7 @@ def _prepare(conn: sqlite3.Connection, path: Path, *, create: bool, wait: bool) 
             # pages to write); a no-op when another process created the schema meanwhile
             conn.execute(f"PRAGMA page_size = {schema.PAGE_SIZE}")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            conn.execute("PRAGMA journal_mode = WAL")
+            _to_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         if version is None or version < schema.FORMAT_VERSION:
@@ -283,6 +283,22 @@ def _prepare(conn: sqlite3.Connection, path: Path, *, create: bool, wait: bool) 
         if "readonly" in msg or "read-only" in msg:
             raise CassetteError(f"cassette {path} is read-only: {msg}") from e
         raise CassetteError(f"cannot open cassette {path}: {msg}") from e
+
+
+def _to_wal(conn: sqlite3.Connection, patience_s: float = 10.0) -> None:
+    """Switch a new cassette to WAL. SQLite answers "locked" at once, without its busy
+    timeout, while another process is creating the same cassette: retry, briefly."""
+    import time
+
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
