@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import select
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -123,8 +122,10 @@ def run(n: int, window: int, durable: bool) -> int:
     exit_s = time.monotonic() - t_eof
     done.set()
     sampler.join()
-    with sqlite3.connect(cassette) as conn:
-        stored = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+    from mcprec.cassette import open_cassette  # waits while the recorder finishes the session
+
+    with open_cassette(cassette) as c:
+        stored = c.connection.execute("SELECT count(*) FROM messages").fetchone()[0]
     size_mb = sum(p.stat().st_size for p in tmp.iterdir()) / 1e6
     print(f"messages through the tap: {2 * n:,} ({n:,} requests, window {window}"
           f"{', durable' if durable else ''})")

@@ -413,17 +413,19 @@ def _ack(what: bytes) -> None:
 def _read_frames(fd: int, path: str, limit: int, inbox: _Inbox) -> None:
     """The reader thread: reads the pipe as fast as the tap writes it, cuts lines, and hands
     events on; marks a session as ended (still being written) the moment its close is read."""
+    from .schema import now_iso
+    from .store import connect
+
     cutters: dict[tuple[int, int], _Lines] = {}
     events: list[tuple[Any, ...]] = []
-    marker: list[Any] = []  # its own connection, opened at the first close
+    marker: list[Any] = []  # its own connection: the end is marked at once, not after the rest
+    with contextlib.suppress(Exception):
+        marker.append(connect(path, wait=False))
     seen: set[int] = set()
     closed: set[int] = set()
 
     def mark_ended(sid: int, exit_code: Any) -> None:
         """ended_at while status is still 'recording': readers wait until it is complete."""
-        from .schema import now_iso
-        from .store import connect
-
         try:
             if not marker:
                 marker.append(connect(path, wait=False))
@@ -513,8 +515,6 @@ def _main(path: str) -> int:
     from .writer import Recorder
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # mcprec decides when recording ends
-    with contextlib.suppress(OSError):
-        os.nice(RECORDER_NICE)
     rules = orjson.loads(os.environ.get(RULES_ENV) or "{}")
     redactor = None if rules.get("off") else Redactor(Rules.from_dict(rules))
     limit = int(rules.get("max_message_size") or DEFAULT_MAX_MESSAGE)
@@ -550,6 +550,8 @@ def _main(path: str) -> int:
     reader = threading.Thread(target=_read_frames, name="mcprec-recorder-reader",
                               args=(0, path, limit, inbox), daemon=True)
     reader.start()
+    with contextlib.suppress(OSError):  # this thread only: Linux's nice is per thread
+        os.nice(RECORDER_NICE)
     eof = False
     first_pending: float | None = None
     since_checkpoint = 0
