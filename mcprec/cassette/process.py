@@ -24,6 +24,7 @@ import contextlib
 import fcntl
 import os
 import select
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from typing import Any, Callable
 import orjson
 
 from .. import wire
+from . import schema
 from .writer import AUTO, redacted_head
 
 _HEAD = struct.Struct("<BBIQI")
@@ -48,8 +50,12 @@ COMMIT_DELAY = 0.01
 """Seconds a trickle of messages may wait to be committed together (bounded by 2000 rows)."""
 HIGH_WATER = 16 * 1024 * 1024
 LOW_WATER = 4 * 1024 * 1024
-CLOSE_ACK_TIMEOUT = 5.0
-"""Seconds the tap waits, at its end, for the recorder to mark the session as ended."""
+END_MARK_TIMEOUT = 1.5
+"""Seconds the tap waits, at its end, to mark the session as ended (for the write lock, while the
+recorder commits): past that it exits all the same, inside the 2 s an SDK client gives a server
+before it kills the process group; the recorder marks it too, as it reads the close."""
+_MARK_ENDED = ("UPDATE sessions SET ended_at = ?, exit_code = ? WHERE id = ? AND "
+               "status = 'recording'")
 RULES_ENV = "MCPREC_RECORDER_RULES"
 
 
@@ -167,8 +173,7 @@ class RecorderProcess:
             self._broke(EOFError("no acknowledgement"))
 
     def _read_ack(self, want: bytes, timeout: float | None) -> bool:
-        """Wait for the recorder's acknowledgement ``want`` (``k``: committed; ``c``: the
-        session is marked as ended)."""
+        """Wait for the recorder's acknowledgement ``want`` (``k``: committed)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if deadline is not None:
@@ -184,9 +189,6 @@ class RecorderProcess:
             if got == want:
                 return True
 
-    def closed_ack(self, timeout: float = CLOSE_ACK_TIMEOUT) -> bool:
-        """Wait (bounded) until the recorder has marked the session closed as ended."""
-        return self._read_ack(b"c", timeout)
 
     def close(self, timeout: float | None = None) -> int | None:
         """Flush, end the recorder and wait for it to commit everything."""
@@ -266,19 +268,29 @@ class ProcessSessionWriter:
 
     def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:
         """End the session. A shared recorder goes on (the frame is written with the rest).
-        An own one gets the rest and is left to commit it: this returns once the recorder has
-        marked the session as ended, so that readers wait until it is complete."""
+        An own one gets the rest and is left to commit it: this returns once the session is
+        marked as ended, so that readers wait until the recorder has completed it."""
         if self._closed:
             return
         self._closed = True
-        self.recorder.send(CLOSE, self.session.id, self.now(), orjson.dumps(
-            {"exit_code": exit_code, "status": status, "ack": self._own}))
+        self.recorder.send(CLOSE, self.session.id, self.now(),
+                           orjson.dumps({"exit_code": exit_code, "status": status}))
         if self._own:
             self.recorder.end_input()
-            if not self.recorder.closed_ack():
-                code = self.recorder.wait(0)
-                if code is not None and code != 0:
-                    self.error = RuntimeError(f"the recorder exited with code {code}")
+            # marked here, not by the recorder: its threads share one interpreter, which a
+            # 100 MB message keeps busy for a second
+            try:
+                conn = sqlite3.connect(self.cassette_path, timeout=END_MARK_TIMEOUT,
+                                       isolation_level=None)
+                try:
+                    conn.execute(_MARK_ENDED, (schema.now_iso(), exit_code, self.session.id))
+                finally:
+                    conn.close()
+            except sqlite3.Error:
+                pass  # the recorder marks it as it reads the close
+            code = self.recorder.wait(0)
+            if code is not None and code != 0:
+                self.error = RuntimeError(f"the recorder exited with code {code}")
             self.recorder.detach()
 
 
@@ -429,9 +441,7 @@ def _read_frames(fd: int, path: str, limit: int, inbox: _Inbox) -> None:
         try:
             if not marker:
                 marker.append(connect(path, wait=False))
-            marker[0].execute(
-                "UPDATE sessions SET ended_at = ?, exit_code = ? WHERE id = ? AND "
-                "status = 'recording'", (now_iso(), exit_code, sid))
+            marker[0].execute(_MARK_ENDED, (now_iso(), exit_code, sid))
         except Exception:  # noqa: BLE001 - the writing thread reports cassette errors
             pass
 
@@ -484,8 +494,6 @@ def _read_frames(fd: int, path: str, limit: int, inbox: _Inbox) -> None:
                 mark_ended(sid, info.get("exit_code"))
                 closed.add(sid)
                 events.append((_CLOSE, sid, info, 0))
-                if info.get("ack"):
-                    _ack(b"c")
                 urgent = True
         pending = data[pos:]
         if events:
