@@ -258,3 +258,27 @@ def test_payload_spans_match_the_expression(parts: list[bytes], window: int) -> 
     finally:
         writer_module._B64_RUN = old
     assert got == [m.span() for m in blob_rx.finditer(raw)]
+
+
+def test_large_whole_messages_through_the_recorder_process(tmp_path: Path) -> None:
+    """Whole messages (the HTTP proxy's way), large ones among small, are recorded byte-exact."""
+    from mcprec.cassette.process import ProcessSessionWriter, RecorderProcess, \
+        create_recorded_session
+
+    path = tmp_path / "http.db"
+    session = create_recorded_session(path, "h", transport="http", target="http://x/mcp",
+                                      tags=None, redact=Redactor(Rules()), recorder_pid=None)
+    recorder = RecorderProcess(path, rules=Rules().to_dict())
+    writer = ProcessSessionWriter(recorder, session, own=False)
+    big = b'{"jsonrpc":"2.0","id":1,"result":{"data":"' + blob(20_000_000) + b'"}}'
+    writer.message(C2S, b'{"jsonrpc":"2.0","id":1,"method":"tools/call"}', http={"exchange": 1})
+    writer.message(S2C, big, http={"exchange": 1, "status": 200})
+    writer.message(C2S, b'{"jsonrpc":"2.0","method":"notifications/x"}', context=None)
+    writer.close()
+    recorder.close(timeout=60)
+    with open_cassette(path) as c:
+        got = [(m.kind, m.reply_to, m.raw, m.http) for m in c.messages(c.session())]
+    assert got == [
+        ("request", None, b'{"jsonrpc":"2.0","id":1,"method":"tools/call"}', {"exchange": 1}),
+        ("response", 0, big, {"exchange": 1, "status": 200}),
+        ("notification", None, b'{"jsonrpc":"2.0","method":"notifications/x"}', None)]

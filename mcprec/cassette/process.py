@@ -323,7 +323,7 @@ class _Lines:
         self.limit = limit
         self.t = 0  # the time of the last chunk: a line's time is that of the chunk ending it
 
-    def feed(self, data: bytes, a: int, b: int, t: int,
+    def feed(self, data: bytes | bytearray, a: int, b: int, t: int,
              line: Callable[[Any, int], None]) -> None:
         """Cut ``data[a:b]``, read at ``t``; ``line(bytes, size)`` gets each finished line (its
         first ``limit`` bytes, and its full size)."""
@@ -347,7 +347,7 @@ class _Lines:
         if start < b:
             self._keep(data, start, b)
 
-    def _keep(self, data: bytes, a: int, b: int) -> None:
+    def _keep(self, data: bytes | bytearray, a: int, b: int) -> None:
         room = self.limit - len(self.partial)
         if room > 0:
             self.partial += memoryview(data)[a:min(b, a + room)]
@@ -373,9 +373,11 @@ BATCH_DELAY = 0.002
 """After a small read the reader waits this long before the next, so that it wakes once per
 batch of messages, not once per message (a busy tap fills the pipe meanwhile: 1 MiB)."""
 PIPE_SIZE = 1024 * 1024
-RECORDER_NICE = 10
+RECORDER_NICE = 19
 """The recorder yields the CPU to forwarding: on 2 cores, a busy client, tap and server would
-otherwise share them with it. Idle, it runs at full speed."""
+otherwise share them with it; it catches up when they idle. 20,000 small requests, 32 in
+flight (bench_record.py, same runs): nice 10 gave 0.34-0.62x the bare relay's throughput,
+nice 19 0.76-0.98x."""
 CHECKPOINT_BYTES = 64 * 1024 * 1024
 """The recorder's connection does not checkpoint at each commit (a 100 MB message: commit
 0.41-0.53 s with SQLite's automatic checkpoint, 0.05-0.09 s without); it checkpoints when idle,
@@ -402,7 +404,8 @@ class _Inbox:
         with self.cond:
             if not self.items:
                 self.cond.wait(timeout)
-            items, out, size = self.items, [], 0
+            items, size = self.items, 0
+            out: list[tuple[Any, ...]] = []
             while items and len(out) < most and size < 8 * 1024 * 1024:
                 ev = items.popleft()
                 size += ev[-1]
@@ -415,6 +418,14 @@ class _Inbox:
         with self.cond:
             while self.bytes > MAX_BACKLOG and self.items:
                 self.cond.wait()
+
+
+def _to(events: list[tuple[Any, ...]], tag: int, sid: int, d: int,
+        t: int) -> Callable[[Any, int], None]:
+    """Where the lines of one stream go: events of kind ``tag``, each with its size last."""
+    def line(data: Any, full: int) -> None:
+        events.append((tag, sid, d, t, data, full, len(data)))
+    return line
 
 
 def _ack(what: bytes) -> None:
@@ -451,7 +462,9 @@ def _read_frames(fd: int, path: str, limit: int, inbox: _Inbox) -> None:
             c = cutters[(sid, d)] = _Lines(limit)
         return c
 
-    pending = b""
+    pending = bytearray()  # the start of a frame still arriving
+    need = 0  # its length: a large frame (a whole HTTP message) gathers before it is parsed
+    data: bytes | bytearray
     while True:
         try:
             data = os.read(fd, PIPE_SIZE)
@@ -460,7 +473,10 @@ def _read_frames(fd: int, path: str, limit: int, inbox: _Inbox) -> None:
         if not data:
             break
         if pending:
-            data = pending + data
+            pending += data
+            if len(pending) < need:
+                continue
+            data = pending
         pos, n, urgent = 0, len(data), False
         while n - pos >= _HEAD.size:
             kind, d, sid, t_ns, length = _HEAD.unpack_from(data, pos)
@@ -473,29 +489,31 @@ def _read_frames(fd: int, path: str, limit: int, inbox: _Inbox) -> None:
             if kind == CHUNK or kind == STDERR:
                 d = 2 if kind == STDERR else d
                 tag = _ERRLINE if d == 2 else _LINE
-                cutter(sid, d).feed(data, a, end, t_ns, lambda line, full, tag=tag, sid=sid, d=d,
-                                    t=t_ns: events.append((tag, sid, d, t, line, full, len(line))))
+                cutter(sid, d).feed(data, a, end, t_ns, _to(events, tag, sid, d, t_ns))
             elif kind == MESSAGE:
-                events.append((_MSG, sid, d, t_ns, data[a:end], length))
+                (raw_len,) = struct.unpack_from("<I", data, a)
+                events.append((_MSG, sid, d, t_ns, data[a + 4:a + 4 + raw_len],
+                               data[a + 4 + raw_len:end], length))
             elif kind == EOF:
                 c = cutter(sid, d)
-                c.close(lambda line, full, sid=sid, d=d, t=c.t: events.append(
-                    (_LINE, sid, d, t, line, full, len(line))))
+                c.close(_to(events, _LINE, sid, d, c.t))
             elif kind == SYNC:
                 events.append((_SYNC, 0))
                 urgent = True
             elif kind == CLOSE:
                 for key in [k for k in cutters if k[0] == sid]:
                     c = cutters.pop(key)
-                    tag = _ERRLINE if key[1] == 2 else _LINE
-                    c.close(lambda line, full, tag=tag, key=key, t=c.t: events.append(
-                        (tag, sid, key[1], t, line, full, len(line))))
+                    c.close(_to(events, _ERRLINE if key[1] == 2 else _LINE, sid, key[1], c.t))
                 info = orjson.loads(data[a:end])
                 mark_ended(sid, info.get("exit_code"))
                 closed.add(sid)
                 events.append((_CLOSE, sid, info, 0))
                 urgent = True
-        pending = data[pos:]
+        if data is pending:
+            del pending[:pos]
+        else:
+            pending = bytearray(data[pos:])
+        need = _HEAD.unpack_from(pending)[-1] + _HEAD.size if len(pending) >= _HEAD.size else 0
         if events:
             inbox.put(events)
             events = []
@@ -504,9 +522,7 @@ def _read_frames(fd: int, path: str, limit: int, inbox: _Inbox) -> None:
             time.sleep(BATCH_DELAY)
     # the pipe closed: mcprec is done, or died; what it sent is recorded, the rest ended now
     for (sid, d), c in cutters.items():
-        tag = _ERRLINE if d == 2 else _LINE
-        c.close(lambda line, full, tag=tag, sid=sid, d=d, t=c.t: events.append(
-            (tag, sid, d, t, line, full, len(line))))
+        c.close(_to(events, _ERRLINE if d == 2 else _LINE, sid, d, c.t))
     for sid in seen - closed:
         mark_ended(sid, None)
     events.append((_EOF, 0))
@@ -554,12 +570,12 @@ def _main(path: str) -> int:
                       f"{limit:,}: forwarded whole, recorded truncated", file=sys.stderr,
                       flush=True)
 
+    with contextlib.suppress(OSError):  # before the reader starts: it inherits it
+        os.nice(RECORDER_NICE)
     inbox = _Inbox()
     reader = threading.Thread(target=_read_frames, name="mcprec-recorder-reader",
                               args=(0, path, limit, inbox), daemon=True)
     reader.start()
-    with contextlib.suppress(OSError):  # this thread only: Linux's nice is per thread
-        os.nice(RECORDER_NICE)
     eof = False
     first_pending: float | None = None
     since_checkpoint = 0
@@ -580,11 +596,8 @@ def _main(path: str) -> int:
                 else:
                     rec.add(_DIRS[d], t, line)
             elif tag == _MSG:
-                _, sid, d, t, payload, _n = ev
-                (raw_len,) = struct.unpack_from("<I", payload)
-                raw = payload[4:4 + raw_len]
-                extra = orjson.loads(payload[4 + raw_len:]) if len(payload) > 4 + raw_len \
-                    else {}
+                _, sid, d, t, raw, more, _n = ev
+                extra = orjson.loads(more) if more else {}
                 recorder(sid).add(_DIRS[d], t, raw, extra.get("http"),
                                   extra.get("context", AUTO))
             elif tag == _SYNC:

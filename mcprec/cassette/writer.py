@@ -117,10 +117,15 @@ class Recorder:
             if start < i:
                 self._conn.executemany(_INSERT_MESSAGE, rows[start:i])
             start = i + 1
+            blobopen = getattr(self._conn, "blobopen", None)  # Python 3.11+
+            if blobopen is None:
+                self._conn.execute(_INSERT_MESSAGE, (*row[:_RAW], b"".join(pieces.parts),
+                                                     *row[_RAW + 1:]))
+                continue
             rowid = self._conn.execute(
                 _INSERT_LARGE, (*row[:_RAW], pieces.size, *row[_RAW + 1:])).lastrowid
             assert rowid is not None
-            with self._conn.blobopen("messages", "raw", rowid) as blob:
+            with blobopen("messages", "raw", rowid) as blob:
                 for part in pieces.parts:
                     blob.write(part)
         if start < len(rows):
@@ -196,8 +201,8 @@ class Recorder:
             )
 
     def _row(
-        self, sid: int, direction: str, t_ns: int, raw: bytes, http: dict[str, Any] | None,
-        hint: str | None,
+        self, sid: int, direction: str, t_ns: int, raw: bytes | bytearray,
+        http: dict[str, Any] | None, hint: str | None,
     ) -> tuple[Any, ...]:
         seq = self._seq
         self._seq += 1
@@ -216,7 +221,7 @@ class Recorder:
             c = wire.classify(raw)
             stored = raw
         if c.kind == wire.INVALID and http is not None and http.get("truncated"):
-            c = self._truncated(raw, other)
+            c = self._truncated(bytes(raw), other)  # bytes already: no copy
         method, reply_to, key, context = c.method, None, None, None
         if c.kind == wire.REQUEST and c.rpc_id is not None and method is not None:
             self._pending[(direction, c.rpc_id)] = (seq, method)
