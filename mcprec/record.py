@@ -48,7 +48,9 @@ def record_stdio(
 ) -> int:
     """Run ``argv`` as a stdio MCP server behind a recording tap on this process's stdin/stdout.
 
-    Returns the server's exit code. Every forwarded message is committed before this returns.
+    Returns the server's exit code as soon as the server has exited and the session is marked
+    as ended; the recorder process commits what remains on its own, and whatever opens the
+    cassette (``open_cassette``, replay, diff) waits until it has.
     """
     check_command(argv)
     path = Path(cassette) if cassette is not None else default_cassette(argv)
