@@ -151,6 +151,21 @@ class Rules:
         )
 
 
+class _Lazy:
+    """A regular expression compiled when first used."""
+
+    __slots__ = ("source", "_rx")
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self._rx: Any = None
+
+    def __getattr__(self, name: str) -> Any:  # sub, finditer, search ...
+        if self._rx is None:
+            self._rx = re.compile(self.source)
+        return getattr(self._rx, name)
+
+
 class Redactor:
     """Applies ``Rules`` to raw messages (``redact``) and finds what they would catch (``scan``)."""
 
@@ -174,10 +189,12 @@ class Redactor:
             values.update({v: f"value of ${k}" for v, k in env_secrets().items()})
         for v in sorted(values, key=len, reverse=True):
             checks.append((values[v], re.escape(v), (v,)))
-        self._checks_b = [(name, re.compile(p.encode()),
+        # compiled at first use: a message rarely holds an anchor, and compiling every pattern
+        # up front cost replay's first redacted request ~20 ms
+        self._checks_b = [(name, _Lazy(p.encode()),
                            None if anchors is None else tuple(a.encode() for a in anchors))
                           for name, p, anchors in checks]
-        self._checks_s = [(name, re.compile(p), anchors) for name, p, anchors in checks]
+        self._checks_s = [(name, _Lazy(p), anchors) for name, p, anchors in checks]
         # flat (anchor, check) pairs: one tight loop of substring tests picks the checks to run
         self._anchors_b = [(a, i) for i, (_, _, anchors) in enumerate(self._checks_b)
                            for a in anchors or ()]
@@ -425,14 +442,28 @@ def _all_placeholders(value: Any, keys: frozenset[str]) -> bool:
 REDACT_KEYS = ("paths", "keys", "patterns", "defaults", "env")
 
 
+def _mentioned(cwd: str | os.PathLike[str], word: bytes) -> bool:
+    """Whether ./mcprec.toml or ./pyproject.toml holds ``word`` at all."""
+    for name in ("mcprec.toml", "pyproject.toml"):
+        try:
+            with open(os.path.join(cwd, name), "rb") as f:
+                if word in f.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def rules_from_config(path: str | os.PathLike[str] | None = None,
                       cwd: str | os.PathLike[str] = ".") -> Rules:
     """Rules from ``[redact]`` in ./mcprec.toml and ``[tool.mcprec.redact]`` in ./pyproject.toml
     (lists add up; ``defaults`` / ``env`` turned off by either file stay off)."""
+    rules = Rules()
+    if path is None and not _mentioned(cwd, b"redact"):
+        return rules  # no file here says a word of redaction: no TOML to parse (~10 ms)
     from .config import sections, string_list
     from .errors import UsageError
 
-    rules = Rules()
     for p, table in sections("redact", path, cwd):
         unknown = sorted(set(table) - set(REDACT_KEYS))
         if unknown:
