@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-import orjson
 
 from .. import wire
 from ..cassette import Cassette, Session
@@ -60,7 +59,7 @@ class _ClientSession:
 
 
 def _error(rid: Any, code: int, message: str) -> bytes:
-    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
+    return wire.error_message(rid, code, message)
 
 
 class ReplayApp:

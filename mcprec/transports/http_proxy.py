@@ -56,10 +56,7 @@ class AbortStream(Exception):
 
 
 def _jsonrpc_error_body(rid: Any, message: str, data: Any = None) -> bytes:
-    error: dict[str, Any] = {"code": -32000, "message": message}
-    if data is not None:
-        error["data"] = data
-    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": error})
+    return wire.error_message(rid, -32000, message, data)
 
 
 def _answers(body: bytes, rid: str) -> bool:
