@@ -186,10 +186,6 @@ class AsyncPlayback:
     async def send(self, data: bytes, related: str | None) -> None:
         await self._send(data, related)
 
-    def fresh_id(self) -> int:
-        self.playback._next_id += 1
-        return self.playback._next_id
-
     async def request_client(self, obj: dict[str, Any], related: str | None) -> dict[str, Any]:
         """Send a server-to-client request with a fresh id and wait for the client's answer."""
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
