@@ -6,7 +6,9 @@ line ``mcprec: ...``). Registered in ``cli.py`` with ``cli.add_command(diff_comm
 
 from __future__ import annotations
 
+import os
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -27,49 +29,91 @@ class DiffInterrupted(DiffCommandError):
     exit_code = 130
 
 
+FORMATS = ["text", "json", "markdown", "html", "github"]
+FAIL_ON = ["breaking", "warning", "any"]
+
+
+@dataclass
+class Gate:
+    """The diff settings of one command: its options over the config file's ``[diff]``."""
+
+    ignore: tuple[str, ...] = ()
+    normalize: Any = None
+    """A ``Normalizer``."""
+    surface_only: bool = False
+    fail_on: str = "any"
+    fail_on_latency: bool = False
+    latency_threshold: float = 1.5
+    latency_min_ms: float = 5.0
+
+    def diff(self, a: str, b: str | None) -> Any:
+        from .diff import diff
+
+        return diff(a, b, ignore=self.ignore, normalize=self.normalize,
+                    surface_only=self.surface_only, latency_threshold=self.latency_threshold,
+                    latency_min_ms=self.latency_min_ms)
+
+    def exit_code(self, result: Any) -> int:
+        failed = result.fails(self.fail_on, fail_on_latency=self.fail_on_latency)
+        return EXIT_DIFFERENT if failed else EXIT_EQUAL
+
+
+def resolve(config: str | None, ignore: tuple[str, ...] = (), normalize: tuple[str, ...] = (),
+            fail_on: str | None = None, surface_only: bool | None = None,
+            fail_on_latency: bool | None = None, latency_threshold: float | None = None,
+            latency_min_ms: float | None = None) -> Gate:
+    """The command line over the config file (``--config``, else ./mcprec.toml and
+    ./pyproject.toml): ignores and normalizers add up, the rest the command line decides."""
+    from .diff import load_config
+    from .diff.api import DEFAULT_LATENCY_MIN_MS, DEFAULT_LATENCY_THRESHOLD
+    from .normalize import Normalizer, split_specs
+
+    settings = load_config(config)
+    for warning in settings.warnings:
+        click.echo(f"mcprec: warning: {warning}", err=True)
+    specs = [*settings.normalize, *(x for x in split_specs(normalize)
+                                    if x not in settings.normalize)]
+    return Gate(
+        ignore=(*settings.ignore, *(p for p in ignore if p not in settings.ignore)),
+        normalize=Normalizer.build(specs, settings.normalizers),
+        surface_only=bool(_first(surface_only, settings.surface_only, False)),
+        fail_on=_first(fail_on, settings.fail_on, "any"),
+        fail_on_latency=bool(_first(fail_on_latency, settings.fail_on_latency, False)),
+        latency_threshold=_first(latency_threshold, settings.latency_threshold,
+                                 DEFAULT_LATENCY_THRESHOLD),
+        latency_min_ms=_first(latency_min_ms, settings.latency_min_ms, DEFAULT_LATENCY_MIN_MS),
+    )
+
+
 def _run(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
          latency_threshold: float | None, latency_min_ms: float | None,
          fail_on_latency: bool | None, fmt: str, color: bool | None, *,
-         html: str | None = None) -> int:
+         html: str | None = None, fail_on: str | None = None,
+         surface_only: bool | None = None, normalize: tuple[str, ...] = ()) -> int:
     """Diff, print the report, return the exit status; errors become ``DiffCommandError``
     (exit 2). Also used by ``mcprec verify``. ``html``: also write the report as one HTML
     page there."""
     from .errors import McprecError
 
     try:
-        return _report(a, b, ignore, config, latency_threshold, latency_min_ms,
-                       fail_on_latency, fmt, color, html)
+        gate = resolve(config, ignore, normalize, fail_on, surface_only, fail_on_latency,
+                       latency_threshold, latency_min_ms)
+        result = gate.diff(a, b)
+        emit(result, fmt, color, html)
+        return gate.exit_code(result)
     except McprecError as e:
         raise DiffCommandError(str(e)) from e
     except KeyboardInterrupt:
         raise DiffInterrupted("interrupted") from None
 
 
-def _report(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
-            latency_threshold: float | None, latency_min_ms: float | None,
-            fail_on_latency: bool | None, fmt: str, color: bool | None,
-            html: str | None = None) -> int:
-    from .diff import diff, load_config
-    from .diff.api import DEFAULT_LATENCY_MIN_MS, DEFAULT_LATENCY_THRESHOLD
-
-    settings = load_config(config)
-    for warning in settings.warnings:
-        click.echo(f"mcprec: warning: {warning}", err=True)
-    result = diff(
-        a, b,
-        ignore=(*settings.ignore, *(p for p in ignore if p not in settings.ignore)),
-        latency_threshold=_first(latency_threshold, settings.latency_threshold,
-                                 DEFAULT_LATENCY_THRESHOLD),
-        latency_min_ms=_first(latency_min_ms, settings.latency_min_ms, DEFAULT_LATENCY_MIN_MS),
-    )
+def emit(result: Any, fmt: str, color: bool | None, html: str | None = None) -> None:
+    """Print ``result`` in ``fmt``; ``github``: annotations, then Markdown, which also goes to
+    ``$GITHUB_STEP_SUMMARY`` when set. ``html``: also write the HTML page there."""
     if html is not None:
         from .diff.report import to_html
 
-        try:
-            with open(html, "wb") as f:
-                f.write(to_html(result).encode("utf-8", "replace"))
-        except OSError as e:
-            raise DiffCommandError(f"cannot write {html}: {e.strerror}") from e
+        write_file(html, to_html(result))
     if fmt == "json":
         click.echo(result.to_json())
     elif fmt == "html":
@@ -78,15 +122,57 @@ def _report(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
         click.echo(to_html(result), nl=False)
     elif fmt == "markdown":
         click.echo(result.to_markdown(), nl=False)
+    elif fmt == "github":
+        from .diff.report import annotations
+
+        lines = annotations(result)
+        github_output(lines, result.to_markdown())
     else:
         use_color = sys.stdout.isatty() if color is None else color
         click.echo(result.to_text(color=use_color), nl=False, color=use_color)
-    fail_latency = bool(_first(fail_on_latency, settings.fail_on_latency, False))
-    return EXIT_DIFFERENT if result.is_different(fail_on_latency=fail_latency) else EXIT_EQUAL
+
+
+def github_output(lines: list[str], markdown: str) -> None:
+    """Annotations and the Markdown on stdout; the Markdown appended to the job summary."""
+    for line in lines:
+        click.echo(line)
+    if lines:
+        click.echo("")
+    click.echo(markdown, nl=False)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        write_file(summary, markdown + "\n", append=True)
+
+
+def write_file(path: str, text: str, *, append: bool = False) -> None:
+    try:
+        with open(path, "ab" if append else "wb") as f:
+            f.write(text.encode("utf-8", "replace"))
+    except OSError as e:
+        raise DiffCommandError(f"cannot write {path}: {e.strerror}") from e
 
 
 def _first(*values: Any) -> Any:
     return next(v for v in values if v is not None)
+
+
+def gate_options(f: Any) -> Any:
+    """``--fail-on``, ``--surface-only``, ``--normalize``: shared by diff and verify."""
+    f = click.option(
+        "--normalize", "normalize", multiple=True, metavar="KINDS",
+        help="Make volatile values compare equal by kind, anywhere in a message (also inside "
+             "strings): timestamps (ISO-8601 and epoch times, 2000-2100), iso8601, epochs, "
+             "uuids, a name from [diff.normalizers] in the config, or NAME=REGEX. Comma-"
+             "separated or repeated, e.g. --normalize timestamps,uuids.")(f)
+    f = click.option(
+        "--surface-only/--no-surface-only", "surface_only", default=None,
+        help="Compare the listed surface alone (server facts, tools, resources, templates, "
+             "prompts), not call results or latency.")(f)
+    f = click.option(
+        "--fail-on", "fail_on", type=click.Choice(FAIL_ON), default=None,
+        help="What makes the exit status 1: any difference (default), a warning or worse "
+             "(e.g. a changed description or result), or only a breaking change.")(f)
+    return f
 
 
 @click.command("diff", context_settings={"help_option_names": ["-h", "--help"]})
@@ -99,8 +185,9 @@ def _first(*values: Any) -> Any:
                    "a string that holds JSON. The paths in the report can be pasted here.")
 @click.option("--config", type=click.Path(dir_okay=False),
               help="TOML file with a [diff] table (ignore = [...], latency-threshold, "
-                   "latency-min-ms, fail-on-latency). Default: ./mcprec.toml and "
-                   "[tool.mcprec.diff] in ./pyproject.toml, when present.")
+                   "latency-min-ms, fail-on-latency, fail-on, surface-only, normalize = [...], "
+                   "[diff.normalizers]). Default: ./mcprec.toml and [tool.mcprec.diff] in "
+                   "./pyproject.toml, when present.")
 @click.option("--latency-threshold", type=float, metavar="RATIO",
               help="Flag a method whose p50 latency in B is at least RATIO times A's "
                    "(default 1.5).")
@@ -108,16 +195,20 @@ def _first(*values: Any) -> Any:
               help="Do not flag methods whose p50 is below MS on both sides (default 5).")
 @click.option("--fail-on-latency/--no-fail-on-latency", default=None,
               help="Count flagged latencies as a difference (exit 1). Default: report only.")
+@gate_options
 @click.option("-f", "--format", "fmt",
-              type=click.Choice(["text", "json", "markdown", "html"]), default="text",
+              type=click.Choice(FORMATS), default="text",
               show_default=True,
               help="Report format; markdown suits a pull-request comment, html is one "
-                   "self-contained page (both sessions, exchanges side by side).")
+                   "self-contained page (both sessions, exchanges side by side), github "
+                   "prints workflow annotations (::error for breaking, ::warning for the "
+                   "rest) and the Markdown, which also goes to $GITHUB_STEP_SUMMARY.")
 @click.option("--color/--no-color", default=None,
               help="Colour the text report (default: when stdout is a terminal).")
 def diff_command(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
                  latency_threshold: float | None, latency_min_ms: float | None,
-                 fail_on_latency: bool | None, fmt: str, color: bool | None) -> None:
+                 fail_on_latency: bool | None, fail_on: str | None, surface_only: bool | None,
+                 normalize: tuple[str, ...], fmt: str, color: bool | None) -> None:
     """Compare two recorded sessions: what changed in the server's behaviour.
 
     A and B are sessions written CASSETTE[:SESSION]. With one CASSETTE alone, its last two
@@ -137,9 +228,13 @@ def diff_command(a: str, b: str | None, ignore: tuple[str, ...], config: str | N
     one side only; notifications and server requests that appeared or disappeared; errors
     that appeared; and the p50 latency of each method on both sides.
 
-    Exit status: 0 equal (after ignores), 1 different, 2 on errors (unknown cassette or
-    session, empty session, bad path). Latency alone makes a difference only with
-    --fail-on-latency.
+    Each change has a severity: BREAKING, WARNING (what models read or what the server
+    answers changed: a description, annotations, instructions, a result value) or
+    compatible (see docs/diff.md).
+
+    Exit status: 0 equal (after ignores and normalizers), 1 different (with --fail-on: a
+    difference of that severity or worse), 2 on errors (unknown cassette or session, empty
+    session, bad path). Latency alone makes a difference only with --fail-on-latency.
     """
     sys.exit(_run(a, b, ignore, config, latency_threshold, latency_min_ms, fail_on_latency,
-                  fmt, color))
+                  fmt, color, fail_on=fail_on, surface_only=surface_only, normalize=normalize))

@@ -10,6 +10,7 @@ from typing import Any, Union
 
 from ..cassette import Cassette, Session, open_cassette
 from ..errors import UsageError
+from ..normalize import Normalizer
 from .engine import Comparer, align, compare_pair, latency_rows, reconcile_moved, unsolicited
 from .load import Side, load_side
 from .model import DiffResult, SideInfo, Stats, Summary
@@ -20,6 +21,7 @@ SessionLike = Union[str, Session, None]
 
 DEFAULT_LATENCY_THRESHOLD = 1.5
 DEFAULT_LATENCY_MIN_MS = 5.0
+SURFACE_LISTS = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
 
 
 def diff_sessions(
@@ -31,25 +33,48 @@ def diff_sessions(
     ignore: tuple[str, ...] | list[str] = (),
     latency_threshold: float = DEFAULT_LATENCY_THRESHOLD,
     latency_min_ms: float = DEFAULT_LATENCY_MIN_MS,
+    normalize: Normalizer | tuple[str, ...] | list[str] = (),
+    normalizers: dict[str, str] | None = None,
+    surface_only: bool = False,
 ) -> DiffResult:
     """Compare session A with session B (None: a cassette's latest session).
 
-    Raises ``UsageError`` for a bad ignore path or an empty session, ``CassetteError`` /
-    ``SessionNotFoundError`` for a missing cassette or session.
+    ``normalize``: kinds of volatile values that compare equal by kind (``timestamps``,
+    ``uuids``, ``iso8601``, ``epochs``, ``NAME=REGEX``, or names ``normalizers`` maps to
+    regexes; see ``mcprec.normalize``). ``surface_only``: compare the server facts and the
+    tools, resources, templates and prompts alone, not the exchanges or latencies.
+
+    Raises ``UsageError`` for a bad ignore path, normalizer or an empty session,
+    ``CassetteError`` / ``SessionNotFoundError`` for a missing cassette or session.
     """
     _check_latency_options(latency_threshold, latency_min_ms)
-    cmp = Comparer(ignore)
+    normalizer = (normalize if isinstance(normalize, Normalizer)
+                  else Normalizer.build(normalize, normalizers))
+    cmp = Comparer(ignore, normalizer)
     with ExitStack() as stack:
         ca, cb = _open(cassette_a, stack), _open(cassette_b, stack)
         sa, sb = _session(ca, session_a), _session(cb, session_b)
         a, b = load_side(ca, sa), load_side(cb, sb)
-        return compare_sides(a, b, cmp, latency_threshold, latency_min_ms)
+        return compare_sides(a, b, cmp, latency_threshold, latency_min_ms,
+                             surface_only=surface_only)
 
 
 def compare_sides(a: Side, b: Side, cmp: Comparer, latency_threshold: float,
-                  latency_min_ms: float) -> DiffResult:
+                  latency_min_ms: float, *, surface_only: bool = False) -> DiffResult:
     """The diff of two loaded sessions."""
     summary = build_summary(a, b, cmp.answer)
+    if surface_only:
+        warnings = _warnings(a, b, summary)
+        if not any(m in (r.method for r in side.requests) for side in (a, b)
+                   for m in SURFACE_LISTS):
+            warnings.append("neither session lists tools, resources, templates or prompts: "
+                            "--surface-only compares the server facts alone")
+        return DiffResult(
+            a=_info(a, summary.server_a), b=_info(b, summary.server_b), summary=summary,
+            exchanges=[], latency=[], stats=Stats(), warnings=warnings,
+            ignore=cmp.ignore, latency_threshold=latency_threshold,
+            latency_min_ms=latency_min_ms, normalize=cmp.normalizer.specs, surface_only=True,
+        )
     stats = Stats()
     exchanges = []
     for pair in align(a.requests, b.requests, cmp.request_key):
@@ -73,6 +98,7 @@ def compare_sides(a: Side, b: Side, cmp: Comparer, latency_threshold: float,
         exchanges=exchanges, latency=latency_rows(a, b, latency_threshold, latency_min_ms),
         stats=stats, warnings=_warnings(a, b, summary), moved=moved, ignore=cmp.ignore,
         latency_threshold=latency_threshold, latency_min_ms=latency_min_ms,
+        normalize=cmp.normalizer.specs,
     )
 
 

@@ -6,6 +6,12 @@
     latency-threshold = 2.0
     latency-min-ms = 10
     fail-on-latency = false
+    fail-on = "breaking"                      # breaking | warning | any (default any)
+    surface-only = false
+    normalize = ["timestamps", "uuids", "order_id"]
+
+    [diff.normalizers]                        # custom kinds, for normalize and --normalize
+    order_id = "ORD-[0-9]+"
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from typing import Any
 from ..config import sections, string_list
 from ..errors import UsageError
 
-KEYS = ("ignore", "latency-threshold", "latency-min-ms", "fail-on-latency")
+KEYS = ("ignore", "latency-threshold", "latency-min-ms", "fail-on-latency", "fail-on",
+        "surface-only", "normalize", "normalizers")
+FAIL_ON = ("breaking", "warning", "any")
 
 
 @dataclass
@@ -27,6 +35,11 @@ class DiffConfig:
     latency_threshold: float | None = None
     latency_min_ms: float | None = None
     fail_on_latency: bool | None = None
+    fail_on: str | None = None
+    surface_only: bool | None = None
+    normalize: tuple[str, ...] = ()
+    normalizers: dict[str, str] = field(default_factory=dict)
+    """Custom kinds by name: a regular expression each."""
     sources: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -49,13 +62,27 @@ def _check(out: dict[str, Any], p: Path) -> dict[str, Any]:
     for key in ("latency-threshold", "latency-min-ms"):
         if key in out and (isinstance(out[key], bool) or not isinstance(out[key], (int, float))):
             raise UsageError(f"config file {p}: {key} must be a number")
-    if "fail-on-latency" in out and not isinstance(out["fail-on-latency"], bool):
-        raise UsageError(f"config file {p}: fail-on-latency must be true or false")
+    for key in ("fail-on-latency", "surface-only"):
+        if key in out and not isinstance(out[key], bool):
+            raise UsageError(f"config file {p}: {key} must be true or false")
+    if "fail-on" in out and out["fail-on"] not in FAIL_ON:
+        raise UsageError(f"config file {p}: fail-on must be one of {', '.join(FAIL_ON)}; "
+                         f"got {out['fail-on']!r}")
+    string_list(out, "normalize", p)
+    custom = out.get("normalizers", {})
+    if not isinstance(custom, dict) or not all(isinstance(v, str) for v in custom.values()):
+        raise UsageError(f"config file {p}: [diff.normalizers] must map names to regular "
+                         'expressions, e.g. order_id = "ORD-[0-9]+"')
+    from ..normalize import parse_custom
+
+    for name, regex in custom.items():
+        parse_custom(name, regex, f"config file {p}")
     return out
 
 
 def _merge(config: DiffConfig, table: dict[str, Any], source: Path) -> None:
-    """Ignores add up; for the other settings the first file that sets them wins."""
+    """Ignores and normalizers add up; for the other settings the first file that sets them
+    wins (a custom normalizer too, by name)."""
     config.sources.append(source)
     config.ignore += tuple(x for x in table.get("ignore", []) if x not in config.ignore)
     if config.latency_threshold is None and "latency-threshold" in table:
@@ -64,3 +91,11 @@ def _merge(config: DiffConfig, table: dict[str, Any], source: Path) -> None:
         config.latency_min_ms = float(table["latency-min-ms"])
     if config.fail_on_latency is None and "fail-on-latency" in table:
         config.fail_on_latency = table["fail-on-latency"]
+    if config.fail_on is None and "fail-on" in table:
+        config.fail_on = table["fail-on"]
+    if config.surface_only is None and "surface-only" in table:
+        config.surface_only = table["surface-only"]
+    config.normalize += tuple(x for x in table.get("normalize", [])
+                              if x not in config.normalize)
+    for name, regex in table.get("normalizers", {}).items():
+        config.normalizers.setdefault(name, regex)

@@ -17,6 +17,7 @@ from typing import Any
 from .. import wire
 from ..cassette import Message
 from ..matching import METHOD_ONLY
+from ..normalize import NONE, Normalizer
 from .load import Side
 from .model import CountChange, ExchangeDiff, LatencyRow, Summary
 from .paths import (
@@ -42,11 +43,13 @@ Key = tuple[str, str]
 class Comparer:
     """Normal forms (ignores applied) and comparisons of the messages of two sides."""
 
-    def __init__(self, ignore: Iterable[str] = ()) -> None:
+    def __init__(self, ignore: Iterable[str] = (), normalizer: Normalizer = NONE) -> None:
         self.ignore = tuple(ignore)
         self.paths: tuple[Path, ...] = tuple(parse_path(p) for p in self.ignore)
         self._request_paths = tuple(p for p in self.paths if _may_touch_requests(p))
         self._answers: dict[tuple[int, int], Any] = {}
+        self.normalizer = normalizer
+        """Applied to both sides' forms after the ignores (requests, answers, messages)."""
 
     # -- normal forms
 
@@ -54,11 +57,11 @@ class Comparer:
         method = m.method or ""
         if method in METHOD_ONLY:
             return (method, "")
-        if not self._request_paths and m.match_key:
+        if not self._request_paths and not self.normalizer and m.match_key:
             return (method, m.match_key)
         params = m.json.get("params") if isinstance(m.json, dict) else None
         form = {"method": method, "params": wire.strip_meta(params or {})}
-        form = remove_paths(form, self._request_paths)
+        form = self.normalizer.apply(remove_paths(form, self._request_paths))
         return (method, wire.dumps(plain(form), sort_keys=True).decode())
 
     def answer(self, side: Side, request: Message) -> Any:
@@ -76,7 +79,8 @@ class Comparer:
             form: dict[str, Any] = {"error": obj["error"]}
         else:
             form = {"result": _without_protocol_meta(obj.get("result"))}
-        return remove_paths(form, self.paths) if self.paths else form
+        form = remove_paths(form, self.paths) if self.paths else form
+        return self.normalizer.apply(form)
 
     def message_form(self, m: Message) -> Any:
         """A notification's or server request's ``params`` (ids dropped, ignores applied)."""
@@ -86,7 +90,8 @@ class Comparer:
         if drop and isinstance(params, dict):
             params = {k: v for k, v in params.items() if k != drop}
         form = {"params": params} if params is not None else {}
-        return remove_paths(form, self.paths) if self.paths else form
+        form = remove_paths(form, self.paths) if self.paths else form
+        return self.normalizer.apply(form)
 
     # -- comparisons
 

@@ -11,6 +11,10 @@ from .paths import PayloadDifference, plain
 Category = Literal["server", "tool", "resource", "resource_template", "prompt"]
 CATEGORIES: tuple[Category, ...] = ("server", "tool", "resource", "resource_template", "prompt")
 ExchangeStatus = Literal["changed", "only_a", "only_b"]
+Severity = Literal["breaking", "warning", "compatible"]
+SEVERITIES: tuple[Severity, ...] = ("breaking", "warning", "compatible")
+"""Most severe first. See ``severity.py`` for what falls where."""
+FAIL_ON = ("breaking", "warning", "any")
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,13 @@ class Change:
     breaking: bool
     before: Any = None
     after: Any = None
+    severity: Severity = "compatible"
+    """``breaking`` when ``breaking`` is set; else ``warning`` or ``compatible`` (``severity.py``
+    decides, when the summary is built)."""
+
+    def __post_init__(self) -> None:
+        if self.breaking and self.severity != "breaking":
+            object.__setattr__(self, "severity", "breaking")
 
     @property
     def subject(self) -> str:
@@ -38,7 +49,7 @@ class Change:
 
     def to_dict(self) -> dict[str, Any]:
         return {"category": self.category, "name": self.name, "kind": self.kind,
-                "message": self.message, "breaking": self.breaking,
+                "message": self.message, "breaking": self.breaking, "severity": self.severity,
                 "before": plain(self.before), "after": plain(self.after)}
 
 
@@ -96,6 +107,17 @@ class ExchangeDiff:
     latency_b_ms: float | None = None
 
     @property
+    def severity(self) -> Severity | None:
+        """``breaking``: an error appeared, or B left the request unanswered; ``warning``: any
+        other difference of its own; None when only the summary shows the change."""
+        if self.error == "appeared" or self.unanswered == "b":
+            return "breaking"
+        if (self.status != "changed" or self.differences or self.error or self.unanswered
+                or self.notifications or self.server_requests):
+            return "warning"
+        return None
+
+    @property
     def is_different(self) -> bool:
         return bool(self.status != "changed" or self.differences or self.error or
                     self.unanswered or self.notifications or self.server_requests or
@@ -106,7 +128,7 @@ class ExchangeDiff:
             "method": self.method, "label": self.label, "status": self.status,
             "seq_a": self.seq_a, "seq_b": self.seq_b, "error": self.error,
             "error_detail": self.error_detail or None, "unanswered": self.unanswered,
-            "summarized": self.summarized,
+            "summarized": self.summarized, "severity": self.severity,
             "differences": [d.to_dict() for d in self.differences],
             "notifications": [c.to_dict() for c in self.notifications],
             "server_requests": [c.to_dict() for c in self.server_requests],
@@ -182,10 +204,46 @@ class DiffResult:
     ignore: tuple[str, ...] = ()
     latency_threshold: float = 1.5
     latency_min_ms: float = 5.0
+    normalize: tuple[str, ...] = ()
+    """The normalizers applied (``--normalize``), as their specs."""
+    surface_only: bool = False
+    """Only the server facts and the catalogs were compared (``--surface-only``)."""
 
     @property
     def breaking(self) -> list[Change]:
+        """The breaking catalog and server changes (``counts`` also counts exchanges)."""
         return [c for c in self.summary.changes if c.breaking]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Changes and differing exchanges by severity: ``{"breaking": n, "warning": n,
+        "compatible": n}``."""
+        out = {s: 0 for s in SEVERITIES}
+        for c in self.summary.changes:
+            out[c.severity] += 1
+        for e in self.exchanges:
+            sev = e.severity
+            if sev is not None:
+                out[sev] += 1
+        return out
+
+    @property
+    def severity(self) -> Severity | None:
+        """The most severe finding; None when equal."""
+        counts = self.counts
+        return next((s for s in SEVERITIES if counts[s]), None)
+
+    def fails(self, fail_on: str = "any", *, fail_on_latency: bool = False) -> bool:
+        """Whether the result fails a gate: ``any`` difference (the default, as ``diff``'s
+        exit code has always been), a ``warning`` or worse, or only a ``breaking`` one."""
+        if fail_on not in FAIL_ON:
+            raise ValueError(f"fail_on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
+        if fail_on_latency and self.latency_regressions:
+            return True
+        if fail_on == "any":
+            return not self.equal
+        counts = self.counts
+        return bool(counts["breaking"] or (fail_on == "warning" and counts["warning"]))
 
     @property
     def latency_regressions(self) -> list[LatencyRow]:

@@ -24,8 +24,10 @@ def to_dict(r: DiffResult) -> dict[str, Any]:
     return {
         "format": "mcprec-diff", "version": FORMAT_VERSION,
         "equal": r.equal, "a": r.a.to_dict(), "b": r.b.to_dict(),
-        "breaking": len(r.breaking), "latency_regressions": len(r.latency_regressions),
-        "warnings": r.warnings, "ignore": list(r.ignore),
+        "breaking": len(r.breaking), "severity": r.severity, "counts": r.counts,
+        "latency_regressions": len(r.latency_regressions),
+        "warnings": r.warnings, "ignore": list(r.ignore), "normalize": list(r.normalize),
+        "surface_only": r.surface_only,
         "summary": r.summary.to_dict(), "stats": r.stats.to_dict(),
         "exchanges": [e.to_dict() for e in r.exchanges],
         "moved": [c.to_dict() for c in r.moved],
@@ -101,18 +103,27 @@ def _exchange_notes(e: ExchangeDiff) -> list[str]:
 
 def _verdict(r: DiffResult) -> str:
     if r.equal:
-        extra = f" after ignoring {len(r.ignore)} path(s)" if r.ignore else ""
+        done = ([f"ignoring {len(r.ignore)} path(s)"] if r.ignore else []) + (
+            [f"normalizing {', '.join(r.normalize)}"] if r.normalize else [])
+        extra = f" after {' and '.join(done)}" if done else ""
+        if r.surface_only:
+            extra += " (surface only)"
         lat = (f"; {len(r.latency_regressions)} latency regression(s)"
                if r.latency_regressions else "")
         return f"EQUAL{extra}{lat}"
     parts = []
     if r.breaking:
         parts.append(f"{len(r.breaking)} breaking change(s)")
-    compatible = len(r.summary.changes) - len(r.breaking)
+    warned = sum(c.severity == "warning" for c in r.summary.changes)
+    if warned:
+        parts.append(f"{warned} warning change(s)")
+    compatible = len(r.summary.changes) - len(r.breaking) - warned
     if compatible:
         parts.append(f"{compatible} compatible change(s)")
     if r.exchanges:
-        parts.append(f"{len(r.exchanges)} exchange(s) differ")
+        broken = sum(e.severity == "breaking" for e in r.exchanges)
+        parts.append(f"{len(r.exchanges)} exchange(s) differ"
+                     + (f" ({broken} breaking)" if broken else ""))
     if r.latency_regressions:
         parts.append(f"{len(r.latency_regressions)} latency regression(s)")
     return "DIFFERENT: " + ", ".join(parts)
@@ -148,6 +159,10 @@ def to_text(r: DiffResult, *, color: bool = False) -> str:
     out += [s(f"warning: {w}", "yellow") for w in r.warnings]
     if r.ignore:
         out.append(f"  ignoring: {', '.join(r.ignore)}")
+    if r.normalize:
+        out.append(f"  normalizing: {', '.join(r.normalize)}")
+    if r.surface_only:
+        out.append("  surface only: server facts, tools, resources, templates and prompts")
     out += _text_summary(r, s)
     out += _text_exchanges(r, s)
     out += _text_latency(r, s)
@@ -167,7 +182,8 @@ def _text_summary(r: DiffResult, s: Style) -> list[str]:
         head = _PLURAL[cat] + ("" if cat == "server" else f": {_counts(changes)}")
         out.append(f"  {head}")
         for c in changes:
-            tag = s("BREAKING", "red") if c.breaking else "        "
+            tag = (s("BREAKING", "red") if c.breaking else s("WARNING ", "yellow")
+                   if c.severity == "warning" else "        ")
             color = "green" if c.kind == "added" else "red" if c.kind == "removed" else "yellow"
             out.append(f"    {tag}  {s(_change_text(c), color)}")
     out += [s(f"  note: {n}", "dim") for n in r.summary.notes]
@@ -175,6 +191,8 @@ def _text_summary(r: DiffResult, s: Style) -> list[str]:
 
 
 def _text_exchanges(r: DiffResult, s: Style) -> list[str]:
+    if r.surface_only:
+        return ["", s("Exchanges", "bold") + ": not compared (--surface-only)"]
     st = r.stats
     out = ["", s("Exchanges", "bold") + f": {st.paired} paired ({st.same} same, "
            f"{st.changed} changed), {st.only_a} only in A, {st.only_b} only in B"]
@@ -182,7 +200,8 @@ def _text_exchanges(r: DiffResult, s: Style) -> list[str]:
         mark, color = (("-", "red") if e.status == "only_a" else ("+", "green")
                        if e.status == "only_b" else ("!", "red") if e.error == "appeared"
                        else ("~", "yellow"))
-        out.append(f"  {s(mark, color)} {_exchange_head(e)}")
+        tag = " " + s("BREAKING", "red") if e.severity == "breaking" else ""
+        out.append(f"  {s(mark, color)} {_exchange_head(e)}{tag}")
         out += [f"      {s(n, color)}" for n in _exchange_notes(e)]
         out += [f"      {_diff_text(d)}" for d in e.differences[:MAX_DIFFS]]
         if len(e.differences) > MAX_DIFFS:
@@ -197,6 +216,8 @@ def _text_exchanges(r: DiffResult, s: Style) -> list[str]:
 
 
 def _text_latency(r: DiffResult, s: Style) -> list[str]:
+    if r.surface_only:
+        return []
     out = ["", s("Latency", "bold") + f" (p50 ms; flagged at >= {r.latency_threshold:g}x "
            f"when a side is >= {r.latency_min_ms:g} ms)"]
     if not r.latency:
@@ -238,6 +259,11 @@ def to_markdown(r: DiffResult) -> str:
     out += [f"> **Warning:** {w}" for w in r.warnings]
     if r.ignore:
         out += ["", "Ignoring: " + ", ".join(_code(p) for p in r.ignore)]
+    if r.normalize:
+        out += ["", "Normalizing: " + ", ".join(_code(n) for n in r.normalize)]
+    if r.surface_only:
+        out += ["", "Surface only: the server facts, tools, resources, templates and prompts "
+                "(exchanges and latency not compared)."]
     out += _md_summary(r)
     out += _md_exchanges(r)
     out += _md_latency(r)
@@ -252,7 +278,12 @@ def _md_summary(r: DiffResult) -> list[str]:
         out += [f"**Breaking changes ({len(r.breaking)})**", ""]
         out += [f"- **BREAKING** {_md_change(c)}" for c in r.breaking]
         out.append("")
-    compatible = [c for c in r.summary.changes if not c.breaking]
+    warned = [c for c in r.summary.changes if c.severity == "warning"]
+    if warned:
+        out += [f"**Warnings ({len(warned)})**", ""]
+        out += [f"- **WARNING** {_md_change(c)}" for c in warned]
+        out.append("")
+    compatible = [c for c in r.summary.changes if c.severity == "compatible"]
     if compatible:
         out += [f"**Compatible changes ({len(compatible)})**", ""]
         out += [f"- {_md_change(c)}" for c in compatible]
@@ -268,12 +299,15 @@ def _md_change(c: Change) -> str:
 
 
 def _md_exchanges(r: DiffResult) -> list[str]:
+    if r.surface_only:
+        return []
     st = r.stats
     out = ["", "### Exchanges", "",
            f"{st.paired} paired ({st.same} same, {st.changed} changed) · {st.only_a} only in A "
            f"· {st.only_b} only in B", ""]
     for e in r.exchanges[:MAX_EXCHANGES]:
-        out.append(f"- {_code(_exchange_head(e))}")
+        tag = " **BREAKING**" if e.severity == "breaking" else ""
+        out.append(f"- {_code(_exchange_head(e))}{tag}")
         out += [f"  - {n}" for n in _exchange_notes(e)]
         out += [f"  - {_code(_diff_text(d))}" for d in e.differences[:MAX_DIFFS]]
         if len(e.differences) > MAX_DIFFS:
@@ -287,6 +321,8 @@ def _md_exchanges(r: DiffResult) -> list[str]:
 
 
 def _md_latency(r: DiffResult) -> list[str]:
+    if r.surface_only:
+        return []
     out = ["", "### Latency", "",
            f"p50 in ms; flagged at ≥ {r.latency_threshold:g}x when a side is ≥ "
            f"{r.latency_min_ms:g} ms.", ""]
@@ -309,6 +345,74 @@ def _md_latency_table(rows: list[LatencyRow]) -> list[str]:
         out.append(f"| {_cell(_code(row.key))} | {n} | {_ms(row.p50_a_ms)} | "
                    f"{_ms(row.p50_b_ms)} | {_ratio(row)} | {flag} |")
     return out
+
+
+# --- GitHub workflow annotations ---------------------------------------------------------------
+
+MAX_ANNOTATIONS = 50
+"""GitHub shows at most 10 errors and 10 warnings of a step (50 of a job); more are cut."""
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message: ``%``, CR and LF escaped."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value (``title=``, ``file=``): also ``:`` and ``,``."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(level: str, title: str, message: str, file: str | None = None) -> str:
+    """``::error file=F,title=T::message``, escaped per GitHub's workflow-command rules."""
+    props = ([f"file={escape_property(file)}"] if file else []) + [
+        f"title={escape_property(title)}"]
+    return f"::{level} {','.join(props)}::{escape_data(message)}"
+
+
+def annotations(r: DiffResult, file: str | None = None) -> list[str]:
+    """One annotation per finding: ``error`` for breaking ones, ``warning`` for the rest
+    (warning and compatible changes, differing exchanges, latency regressions, notes), most
+    severe first. ``file``: the path to annotate (default: B's cassette)."""
+    where = str(r.b.cassette) if file is None else file
+    pair = f"{r.a.label} → {r.b.label}"
+    found: list[tuple[int, str]] = []
+    rank = {"breaking": 0, "warning": 1, "compatible": 2}
+    for c in r.summary.changes:
+        level = "error" if c.severity == "breaking" else "warning"
+        title = f"mcprec: {c.severity} change: {c.subject}"
+        found.append((rank[c.severity], annotation(level, title, f"{c.message} ({pair})", where)))
+    for e in r.exchanges:
+        sev = e.severity
+        if sev is None:
+            continue
+        lines = _exchange_notes(e) + [_diff_text(d) for d in e.differences[:MAX_DIFFS]]
+        if len(e.differences) > MAX_DIFFS:
+            lines.append(f"... and {len(e.differences) - MAX_DIFFS} more differences")
+        title = f"mcprec: {sev} exchange: {e.label}"
+        found.append((rank[sev], annotation("error" if sev == "breaking" else "warning", title,
+                                            "\n".join([*lines, pair]), where)))
+    for row in r.latency_regressions:
+        found.append((1, annotation(
+            "warning", f"mcprec: slower: {row.key}",
+            f"p50 {_ms(row.p50_a_ms)} → {_ms(row.p50_b_ms)} ms ({_ratio(row)}) ({pair})",
+            where)))
+    for w in r.warnings:
+        found.append((1, annotation("warning", "mcprec diff", w, where)))
+    found.sort(key=lambda t: t[0])
+    out = [line for _, line in found[:MAX_ANNOTATIONS]]
+    if len(found) > MAX_ANNOTATIONS:
+        out.append(annotation("warning", "mcprec diff",
+                              f"... and {len(found) - MAX_ANNOTATIONS} more findings: see the "
+                              "job summary", where))
+    return out
+
+
+def to_github(r: DiffResult, file: str | None = None) -> str:
+    """The annotations, then the Markdown report (for the log; the job summary takes the
+    Markdown alone)."""
+    lines = annotations(r, file)
+    return "\n".join(lines) + ("\n\n" if lines else "") + to_markdown(r)
 
 
 # --- HTML -----------------------------------------------------------------------------------

@@ -7,8 +7,9 @@ from typing import Any
 
 from ..cassette import Message
 from .load import Side
-from .model import Category, Change, Summary
+from .model import SEVERITIES, Category, Change, Summary
 from .paths import plain
+from .severity import classify
 from .schema_compat import (
     compare_prompts,
     compare_resources,
@@ -48,13 +49,13 @@ def build_summary(a: Side, b: Side, answer: Answer) -> Summary:
                                  f"{category.replace('_', ' ')}s not compared")
             continue
         summary.changes.extend(compare(items_a, items_b))
-    summary.changes.sort(key=_order)
+    summary.changes = sorted((classify(c) for c in summary.changes), key=_order)
     return summary
 
 
 def _order(c: Change) -> tuple[int, int, str, str]:
     rank = ("server", "tool", "resource", "resource_template", "prompt").index(c.category)
-    return (rank, 0 if c.breaking else 1, c.name, c.kind)
+    return (rank, SEVERITIES.index(c.severity), c.name, c.kind)
 
 
 def server_facts(side: Side, answer: Answer) -> dict[str, Any]:
