@@ -19,8 +19,9 @@ def _configured_faults() -> bool:
     for name in ("mcprec.toml", "pyproject.toml"):
         try:
             with open(name, "rb") as f:
-                if b"faults" in f.read():
-                    return True
+                data = f.read()
+            if b"faults" in data or b"normaliz" in data:  # replay faults or normalizers
+                return True
         except OSError:
             continue
     return False

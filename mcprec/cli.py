@@ -323,6 +323,11 @@ def _timing(value: str) -> float | None:
 @click.option("--ignore", "ignore", multiple=True, metavar="PATH",
               help="JSON path in requests to ignore when matching, e.g. params.arguments.ts "
                    "(repeatable; * matches any key).")
+@click.option("--normalize", "normalize", multiple=True, metavar="KINDS",
+              help="Match volatile values in requests by kind, on both sides: timestamps, "
+                   "iso8601, epochs, uuids, a name from [replay.normalizers] or "
+                   "[diff.normalizers] in the config, or NAME=REGEX (comma-separated or "
+                   "repeated; [replay] normalize = [...] in the config adds to it).")
 @click.option("--repeat", type=click.Choice(["last", "error"]), default="last", show_default=True,
               help="When identical requests outnumber the recorded answers: reuse the last, "
                    "or answer with an error.")
@@ -356,7 +361,8 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, strict_or
            allow_unmatched: bool, fault_rules: tuple[str, ...], faults_file: str | None,
            seed: int | None,
            redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
-           redact_patterns: tuple[str, ...], server: tuple[str, ...]) -> None:
+           redact_patterns: tuple[str, ...], server: tuple[str, ...],
+           normalize: tuple[str, ...] = ()) -> None:
     """Serve a recorded session from CASSETTE as a stdio MCP server.
 
     Launch `mcprec replay CASSETTE` wherever the client would launch the real server. Requests
@@ -365,10 +371,12 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, strict_or
     after `--` for the recording modes.
     """
     from .matching import MatchOptions
+    from .normalize import from_config
     from .replay import replay_stdio
 
     options = MatchOptions(ignore=ignore, strict_order=strict_order,
-                           repeat=repeat)  # type: ignore[arg-type]
+                           repeat=repeat,  # type: ignore[arg-type]
+                           normalize=from_config("replay", normalize))
     redactor = _redactor(redact_paths, redact_keys, redact_patterns)
     faults = _faults(fault_rules, faults_file, seed)
     if http:

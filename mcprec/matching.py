@@ -24,6 +24,7 @@ from .cassette import Cassette, Message, Session
 from .cassette.store import MESSAGE_FIELDS, message_from_row
 from .errors import NoMatchError
 from .jsonpath import join_key, parse_path, plain, remove_paths
+from .normalize import Normalizer
 
 CustomMatcher = Callable[[dict[str, Any], dict[str, Any]], bool]
 """``matcher(incoming_request, recorded_request) -> bool``; both are full JSON-RPC objects."""
@@ -49,6 +50,10 @@ class MatchOptions:
     """When identical requests outnumber recorded answers: answer with the last, or fail."""
     matchers: Sequence[CustomMatcher] = ()
     """Extra checks: a recorded request matches only if every callable returns True."""
+    normalize: Sequence[str] = ()
+    """Kinds of volatile values that match by kind on both sides (``timestamps``, ``uuids``,
+    ``NAME=REGEX``...: see ``mcprec.normalize``), so a request carrying a fresh UUID or time
+    still matches the recorded one. Applied at match time; the stored keys do not change."""
 
 
 # --- differences -----------------------------------------------------------------------------
@@ -133,13 +138,16 @@ class Matcher:
         self.session = session
         self.options = options or MatchOptions()
         self._ignore = tuple(parse_path(p) for p in self.options.ignore)
+        self._normalizer = Normalizer.build(self.options.normalize)
         self._by_key: dict[tuple[str, str], _KeyState] = {}
         self._by_method: dict[str, list[Message]] = {}
         self._cache: dict[int, Message] = {}
         self._handling: dict[int, list[Message]] = {}
         self._pos = _Position()
         self._strict_cursor = -1
-        self._keyed = not self._ignore and not self.options.matchers
+        # stored keys hash the params as recorded: with ignores or normalizers, both sides'
+        # canonical forms are compared instead (the same in every path below)
+        self._keyed = not self._ignore and not self.options.matchers and not self._normalizer
         # read-ahead windows: recorded traffic [0, _hi) is read; keys found there, in order
         self._hi = 0
         self._end: int | None = None  # the session's last seq + 1
@@ -294,7 +302,8 @@ class Matcher:
     def _canonical(self, obj: Any) -> bytes:
         params = obj.get("params") if isinstance(obj, dict) else None
         request = {"method": obj.get("method"), "params": wire.strip_meta(params or {})}
-        return wire.dumps(plain(remove_paths(request, self._ignore)), sort_keys=True)
+        form = self._normalizer.apply(remove_paths(request, self._ignore))
+        return wire.dumps(plain(form), sort_keys=True)
 
     def _custom_ok(self, incoming: dict[str, Any], recorded: Any) -> bool:
         return all(m(incoming, recorded) for m in self.options.matchers)
@@ -378,4 +387,4 @@ class Matcher:
         if not isinstance(obj, dict):
             return obj
         params = wire.strip_meta(obj.get("params") or {})
-        return plain(remove_paths({"params": params}, self._ignore))
+        return plain(self._normalizer.apply(remove_paths({"params": params}, self._ignore)))

@@ -219,3 +219,26 @@ class Normalizer:
 
 
 NONE = Normalizer()
+
+
+def from_config(section: str, values: Iterable[str] = ()) -> tuple[str, ...]:
+    """The specs for ``values`` (a command line's ``--normalize``) after ``[section] normalize``
+    from ./mcprec.toml and ./pyproject.toml, names of custom kinds expanded to
+    ``NAME=REGEX`` from ``[section.normalizers]``, then ``[diff.normalizers]``: one definition
+    of a kind serves diff and replay alike. Checked: an unknown name is a ``UsageError``."""
+    from .config import sections, string_list
+
+    specs: list[str] = []
+    custom: dict[str, str] = {}
+    for name in dict.fromkeys((section, "diff")):
+        for p, table in sections(name):
+            if name == section:
+                specs += [s for s in string_list(table, "normalize", p) if s not in specs]
+            found = table.get("normalizers", {})
+            if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
+                raise UsageError(f"config file {p}: [{name}.normalizers] must map names to "
+                                 'regular expressions, e.g. order_id = "ORD-[0-9]+"')
+            for k, v in found.items():
+                custom.setdefault(k, v)
+    specs += [s for s in split_specs(values) if s not in specs]
+    return Normalizer.build(specs, custom).specs

@@ -36,7 +36,7 @@ DEFAULT_SESSION = "default"
 MODES = ("none", "once", "new_episodes", "all")  # mcprec.replay's, which pytest need not load
 _MARKER_KEYS = {"cassette", "session", "server", "target", "mode", "assert_all_played",
                 "allow_unmatched", "ignore", "strict_order", "repeat", "timing", "faults",
-                "seed"}
+                "seed", "normalize"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,8 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "mcprec(cassette=None, session=None, server=None, target=None, mode=None, "
         "assert_all_played=False, allow_unmatched=False, ignore=(), strict_order=False, "
-        "repeat='last', timing='none', faults=(), seed=None): configure the mcprec replay for "
-        "this test",
+        "repeat='last', timing='none', faults=(), seed=None, normalize=()): configure the mcprec "
+        "replay for this test",
     )
     record_mode(config, None)  # a bad $MCPREC_MODE or ini value stops the run at once
 
@@ -137,7 +137,13 @@ def _match_options(kwargs: dict[str, Any]) -> MatchOptions:
         ignore=tuple(kwargs.get("ignore", ())),
         strict_order=bool(kwargs.get("strict_order", False)),
         repeat=kwargs.get("repeat", "last"),
+        normalize=_strings(kwargs.get("normalize", ())),
     )
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    """A marker argument given as one string or a list of strings."""
+    return (value,) if isinstance(value, str) else tuple(value or ())
 
 
 def _require_cassette(request: pytest.FixtureRequest, cassette: Path, how: str) -> None:

@@ -63,6 +63,8 @@ def replay_args(
         args.append("--strict-order")
     for path in opts.ignore:
         args += ["--ignore", path]
+    for spec in opts.normalize:
+        args += ["--normalize", spec]
     if report_path is not None:
         args += ["--report", str(report_path)]
     if allow_unmatched:
