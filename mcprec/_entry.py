@@ -51,8 +51,10 @@ def _fast_replay(args: list[str]) -> int | None:
             allow, rest = True, rest[1:]
         else:
             return None
+    from . import _log
     from .replay import replay_stdio
 
+    _log.to_stderr()
     try:
         return replay_stdio(cassette, session=session, report=report, allow_unmatched=allow)
     except McprecError as e:

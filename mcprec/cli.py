@@ -101,6 +101,9 @@ def cli() -> None:
       mcprec sessions cassettes/demo.db
       mcprec show cassettes/demo.db
     """
+    from . import _log
+
+    _log.to_stderr()
 
 
 @cli.command(cls=_ServerCommand,

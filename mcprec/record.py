@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 import os
 import shutil
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 from pathlib import Path
 
+from . import _log
 from .cassette import Cassette
 from .cassette.process import ProcessSessionWriter, RecorderProcess, create_recorded_session
 from .redact import Redactor, default_redactor
@@ -83,7 +83,7 @@ def record_stdio(
                 if not any(True for _ in c.messages(writer.session)):
                     c.delete_session(name)  # the server never ran: no empty session left
         if writer.error is not None:
-            print(f"mcprec: recording to {path} was incomplete: {writer.error}", file=sys.stderr)
+            _log.warning("record", f"recording to {path} was incomplete: {writer.error}")
 
 
 def open_recording(
@@ -138,8 +138,7 @@ def record_http(
     proxy.listen_origin = url[: url.index("/", len("http://"))]
 
     def ready() -> None:
-        print(f"mcprec: recording {url} -> {proxy.target} into {path}", file=sys.stderr,
-              flush=True)
+        _log.info("record", f"recording {url} -> {proxy.target} into {path}")
         if on_ready is not None:
             on_ready(url)
 

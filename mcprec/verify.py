@@ -4,7 +4,6 @@ traffic (the mock client), record the new run as a session of its own, and diff 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 
+from . import _log
 from .cassette import Cassette, open_session_writer
 from .errors import UsageError
 from .record import check_command
@@ -66,11 +66,10 @@ def run_verification(
             writer.close(exit_code=result.exit_code if result else None,
                          status="complete" if result else "incomplete")
     for rid in result.timed_out:
-        print(f"mcprec: verify: no answer to request id={rid} within {timeout:g} s",
-              file=sys.stderr)
+        _log.warning("verify", f"verify: no answer to request id={rid} within {timeout:g} s")
     for method in result.server_requests_unanswerable:
-        print(f"mcprec: verify: the server asked {method!r}, which the recording cannot answer",
-              file=sys.stderr)
+        _log.warning("verify", f"verify: the server asked {method!r}, which the recording "
+                     "cannot answer")
     return Verification(s.name, name, result)
 
 

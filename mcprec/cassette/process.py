@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import orjson
 
-from .. import wire
+from .. import _log, wire
 from . import schema
 from .writer import AUTO, redacted_head
 
@@ -112,9 +112,9 @@ class RecorderProcess:
             self._pressed = True
             self.pauses += 1
             if self.pauses == 1:
-                print(f"mcprec: the recorder of {self.path} is {len(self._buf) >> 20} MiB "
-                      f"behind (beyond its own {MAX_BACKLOG >> 20} MiB): forwarding waits for "
-                      "it to catch up, so that memory stays bounded", file=sys.stderr, flush=True)
+                _log.warning("record", f"the recorder of {self.path} is {len(self._buf) >> 20} "
+                             f"MiB behind (beyond its own {MAX_BACKLOG >> 20} MiB): forwarding "
+                             "waits for it to catch up, so that memory stays bounded")
             self.on_pressure(True)
 
     def _flush(self) -> None:
@@ -162,8 +162,8 @@ class RecorderProcess:
     def _broke(self, e: BaseException) -> None:
         self.broken = True
         self._buf.clear()
-        print(f"mcprec: the recorder for {self.path} stopped ({e}); traffic is still forwarded "
-              "but no longer recorded", file=sys.stderr, flush=True)
+        _log.warning("record", f"the recorder for {self.path} stopped ({e}); traffic is still "
+                     "forwarded but no longer recorded")
 
     def sync(self, session_id: int) -> None:
         """Block until the recorder has committed everything sent so far."""
@@ -565,10 +565,8 @@ def _main(path: str) -> int:
         rec.add(direction, t, bytes(head), {"truncated": True, "size": size})
         if rec.session.id not in warned:
             warned.add(rec.session.id)
-            with contextlib.suppress(OSError, ValueError):
-                print(f"mcprec: a {size:,}-byte message is larger than --max-message-size "
-                      f"{limit:,}: forwarded whole, recorded truncated", file=sys.stderr,
-                      flush=True)
+            _log.warning("record", f"a {size:,}-byte message is larger than "
+                         f"--max-message-size {limit:,}: forwarded whole, recorded truncated")
 
     with contextlib.suppress(OSError):  # before the reader starts: it inherits it
         os.nice(RECORDER_NICE)
@@ -645,6 +643,7 @@ def _main(path: str) -> int:
 
 
 if __name__ == "__main__":
+    _log.to_stderr()
     sys.stdout.flush()
     code = _main(sys.argv[1])
     sys.stdout.flush()

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from .. import __version__, wire
+from .. import __version__, _log, wire
 from ..errors import CassetteError, FormatTooNewError, NotACassetteError, SessionNotFoundError
 from . import schema
 
@@ -215,10 +215,7 @@ def connect(path: str | os.PathLike[str], *, create: bool = False,
         if not path.parent.is_dir():
             path.parent.mkdir(parents=True, exist_ok=True)
             # said, not silent: a typo in -c would otherwise leave a cassette somewhere unexpected
-            import logging  # here: replay's start-up never needs it (6 ms)
-
-            logging.getLogger("mcprec.cassette").warning(
-                "mcprec: created directory %s for the cassette", path.parent)
+            _log.warning("cassette", f"created directory {path.parent} for the cassette")
         try:  # owner-only: cassettes hold private traffic
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         except FileExistsError:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 import queue
 import sqlite3
-import sys
 import threading
 import time
 from typing import Any, Protocol
 
 import orjson
 
-from .. import wire
+from .. import _log, wire
 from . import schema
 from .causality import Causality
 from .store import Cassette, Session
@@ -193,12 +192,8 @@ class Recorder:
     def _fail(self, e: BaseException) -> None:
         if self.error is None:
             self.error = e
-            print(
-                f"mcprec: cannot write to cassette {self.path}: {e}; "
-                "traffic is still forwarded but no longer recorded",
-                file=sys.stderr,
-                flush=True,
-            )
+            _log.warning("record", f"cannot write to cassette {self.path}: {e}; traffic is still "
+                         "forwarded but no longer recorded")
 
     def _row(
         self, sid: int, direction: str, t_ns: int, raw: bytes | bytearray,

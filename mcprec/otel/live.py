@@ -19,12 +19,12 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Iterable
 from typing import Any
 
+from .. import _log
 from ..errors import McprecError
 from .otlp import (
     BATCH_SPANS, OtlpSender, OtlpTarget, SessionMetrics, encode_histograms, encode_spans,
@@ -44,8 +44,7 @@ CLOSE_TIMEOUT = 3.0
 
 
 def _say(text: str) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        print(f"mcprec: {text}", file=sys.stderr, flush=True)
+    _log.warning("otel", text)
 
 
 class LiveExport:

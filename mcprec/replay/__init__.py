@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import _log
 from ..cassette import Cassette
 from ..errors import SessionNotFoundError, UsageError
 from ..matching import MatchOptions
@@ -105,9 +106,9 @@ def replay_stdio(
 
         def announce() -> None:
             if len(found) == 1:  # with several, the engine says which one the client got
-                print(f"mcprec: replaying session {s.name!r} of {path}"
-                      + (f" ({s.status}: replaying what was recorded)" if s.status != "complete"
-                         else ""), file=sys.stderr, flush=True)
+                _log.info("replay", f"replaying session {s.name!r} of {path}"
+                          + (f" ({s.status}: replaying what was recorded)"
+                             if s.status != "complete" else ""))
 
         if faults:
             _check_faults(c, found, faults)
@@ -138,7 +139,7 @@ def replay_stdio(
     if faults:
         from .faults import summary
 
-        print(summary(faults), file=sys.stderr, flush=True)
+        _log.info("replay", summary(faults))
     if engine.exit_code is not None:
         return _exit_status(engine.exit_code)
     return _unmatched_status([engine], allow_unmatched)
@@ -153,7 +154,7 @@ def _check_faults(c: Cassette, sessions: list[Any], faults: Any) -> None:
                 for m in c.messages(s, kinds=(wire.REQUEST,))
                 if m.direction == wire.CLIENT_TO_SERVER)
     for warning in check_against(faults.rules, recorded):
-        print(warning, file=sys.stderr, flush=True)
+        _log.warning("replay", warning)
 
 
 UNMATCHED_EXIT = 3
@@ -167,10 +168,10 @@ def _unmatched_status(engines: list[Any], allow: bool) -> int:
         return 0
     first = missed[0]
     n = len(missed)
-    print(f"mcprec: {n} request{'s' if n > 1 else ''} had no recorded match (the first: "
-          f"id={first.get('id')} {first.get('method')}); "
-          + ("--allow-unmatched: exit 0" if allow else
-             f"exit {UNMATCHED_EXIT} (--allow-unmatched to exit 0)"), file=sys.stderr, flush=True)
+    _log.warning("replay", f"{n} request{'s' if n > 1 else ''} had no recorded match (the "
+                 f"first: id={first.get('id')} {first.get('method')}); "
+                 + ("--allow-unmatched: exit 0" if allow else
+                    f"exit {UNMATCHED_EXIT} (--allow-unmatched to exit 0)"))
     return 0 if allow else UNMATCHED_EXIT
 
 
@@ -237,7 +238,7 @@ def replay_http(
             print(url, flush=True)
             what = (f"session {s.name!r}" if len(found) == 1 else
                     f"{len(found)} sessions (each client gets the one its traffic matches)")
-            print(f"mcprec: replaying {what} of {cassette} at {url}", file=sys.stderr, flush=True)
+            _log.info("replay", f"replaying {what} of {cassette} at {url}")
             if on_ready is not None:
                 on_ready(url)
 
@@ -249,5 +250,5 @@ def replay_http(
     if faults:
         from .faults import summary
 
-        print(summary(faults), file=sys.stderr, flush=True)
+        _log.info("replay", summary(faults))
     return _unmatched_status(app.engines(), allow_unmatched)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 
-from .. import wire
+from .. import _log, wire
 from ..cassette import Cassette, Message, Session, SessionWriter
 from ..cassette.writer import AUTO
 from ..errors import ServerStartError
@@ -252,7 +251,7 @@ class HTTPDriver(Driver):
                 if c.method == "initialize" and resp.status_code == 200:
                     self._after_initialize()
         except httpx.HTTPError as e:
-            print(f"mcprec: verify: POST to {self.url} failed: {e!r}", file=sys.stderr)
+            _log.warning("verify", f"verify: POST to {self.url} failed: {e!r}")
 
     def _after_initialize(self) -> None:
         for m in reversed(self._answers_received):

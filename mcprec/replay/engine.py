@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
-from .. import wire
+from .. import _log, wire
 from ..cassette import Cassette, Message, Session
 from ..errors import McprecError, NoMatchError
 from ..matching import MatchOptions
@@ -53,7 +53,6 @@ class AsyncPlayback:
         options: MatchOptions | None = None,
         timing: float | None = None,
         live: LiveFallback | None = None,
-        log: Callable[[str], None] | None = None,
         redact: Any = None,
         server_stderr: Callable[[str], None] | None = None,
         label: str = "",
@@ -61,7 +60,7 @@ class AsyncPlayback:
         transport: str = "stdio",
     ) -> None:
         self.live = live
-        self.playback = Playback(cassette, session, options=options, timing=timing, log=log,
+        self.playback = Playback(cassette, session, options=options, timing=timing,
                                  redact=redact, server_stderr=server_stderr, label=label,
                                  unmatched=self._forward if live is not None else None,
                                  faults=faults, transport=transport)
@@ -252,7 +251,7 @@ class AsyncPlayback:
         except (McprecError, OSError) as failure:  # the real server did not start, or died
             self.stats.unmatched.append({"method": obj.get("method"), "id": rid})
             self.stats.forwarded -= 1
-            self.playback._log(f"mcprec: {e}; the real server could not answer it: {failure}")
+            _log.warning("replay", f"{e}; the real server could not answer it: {failure}")
             await self._send(
                 error_response(rid, NO_MATCH_CODE, f"mcprec replay: {e}; the real server "
                                f"could not answer it: {failure}"),

@@ -315,7 +315,7 @@ def check_against(rules: Sequence[Fault], methods: Iterable[tuple[str, Any]]) ->
         for i, rule in enumerate(rules):
             if i not in picked and isinstance(obj, dict) and rule.selects(method, obj):
                 picked.add(i)
-    return [f"mcprec: warning: fault {r.text!r} selects no recorded request"
+    return [f"warning: fault {r.text!r} selects no recorded request"
             for i, r in enumerate(rules) if i not in picked]
 
 
@@ -339,7 +339,7 @@ def summary(faults: Faults) -> str:
     counts: dict[str, int] = {}
     for f in faults.injected:
         counts[f["rule"]] = counts.get(f["rule"], 0) + 1
-    line = f"mcprec: {n} fault{'s' if n != 1 else ''} injected"
+    line = f"{n} fault{'s' if n != 1 else ''} injected"
     if counts:
         line += " (" + "; ".join(f"{rule!r} x{k}" for rule, k in counts.items()) + ")"
     never = faults.unfired()

@@ -22,13 +22,12 @@ unanswered once cancelled, and anything else gets a JSON-RPC error at once that 
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import wire
+from .. import _log, wire
 from ..cassette import Cassette, Message, Session
 from ..errors import NoMatchError, ReplayError, UsageError
 from ..matching import METHOD_ONLY, Match, MatchOptions
@@ -151,7 +150,6 @@ class Playback:
         *,
         options: MatchOptions | None = None,
         timing: float | None = None,
-        log: Callable[[str], None] | None = None,
         redact: Any = None,
         server_stderr: Callable[[str], None] | None = None,
         label: str = "",
@@ -169,7 +167,6 @@ class Playback:
         # (the default redactor is built at the first request that needs it: ~30 ms of regular
         # expressions and config that an initialize answer never needs)
         self._redact: Any = redact
-        self._log = log or _stderr
         self._server_stderr = server_stderr
         self._label = label
         self._on_unmatched = unmatched
@@ -338,7 +335,8 @@ class Playback:
             return
         except Exception as e:  # noqa: BLE001 - e.g. a custom matcher raised: answer, not hang
             self.stats.unmatched.append({"method": obj.get("method"), "id": rid})
-            self._log(f"mcprec: matching request id={key} {obj.get('method')} failed: {e!r}")
+            _log.warning("replay", f"matching request id={key} {obj.get('method')} failed: "
+                         f"{e!r}")
             self.send(error_response(rid, INTERNAL_ERROR,
                                      f"mcprec replay: matching failed: {e!r}"), key)
             return
@@ -385,11 +383,11 @@ class Playback:
             return
         who = f" to client {self._label}" if self._label else ""
         if self._announced is None:
-            self._log(f"mcprec: replaying session {s.name!r}{who} (chosen among "
+            _log.info("replay", f"replaying session {s.name!r}{who} (chosen among "
                       f"{self.choice.total} recorded sessions by the client's traffic; "
                       f"{self.choice.remaining} match so far)")
         else:
-            self._log(f"mcprec: the client's requests match session {s.name!r} now, not "
+            _log.info("replay", f"the client's requests match session {s.name!r} now, not "
                       f"{self._announced.name!r}; replaying it{who}")
         self._announced = s
 
@@ -497,7 +495,8 @@ class Playback:
         self.stats.matched -= 1
         self.stats.unanswered.append({"method": obj.get("method"), "id": obj.get("id"),
                                       "reason": reason})
-        self._log(f"mcprec: request id={wire.id_text(obj.get('id'))} {obj.get('method')} has no "
+        _log.warning("replay", f"request id={wire.id_text(obj.get('id'))} {obj.get('method')} "
+                     "has no "
                   f"recorded response in session {self.session.name!r}: {reason}")
 
     def _end(self, exit_code: int | None) -> None:
@@ -549,7 +548,7 @@ class Playback:
             self.send(synthesized, key)
             return
         self.stats.unmatched.append({"method": method, "id": rid, "report": e.report})
-        self._log(f"mcprec: {e.report}")
+        _log.warning("replay", e.report)
         self.send(error_response(rid, NO_MATCH_CODE, f"mcprec replay: {e}",
                                  {"mcprec": "no_match", "report": e.report}), key)
 
@@ -690,7 +689,7 @@ class Playback:
         c.waiters.append(run)
 
         def gave_up() -> None:
-            self._log(f"mcprec: request id={play.key} {play.request.method}: the recording "
+            _log.warning("replay", f"request id={play.key} {play.request.method}: the recording "
                       f"shows the client sending {cause.method} here; it has not within "
                       f"{limit:.1f} s, so replay goes on")
 
@@ -784,11 +783,11 @@ class Playback:
         if m.direction == wire.SERVER_TO_CLIENT and m.reply_to is not None and rid is not None:
             self.stats.matched -= 1
             self.stats.unanswered.append({"method": m.method, "id": rid, "reason": what})
-            self._log(f"mcprec: request id={wire.id_text(rid)} {m.method}: {what}")
+            _log.warning("replay", f"request id={wire.id_text(rid)} {m.method}: {what}")
             self.send(error_response(rid, INTERNAL_ERROR, f"mcprec replay: {what}",
                                      {"mcprec": "truncated", "size": size}), related)
         else:
-            self._log(f"mcprec: seq {m.seq} {m.method or m.kind} left out: {what}")
+            _log.warning("replay", f"seq {m.seq} {m.method or m.kind} left out: {what}")
 
     def _flush_stderr(self, upto_ns: int | None) -> None:
         """Replay the server's recorded stderr up to a point in the recording (None: all)."""
@@ -869,10 +868,6 @@ class Playback:
 def _with_id(m: Message, rid: Any) -> bytes:
     """The recorded answer ``m`` with the client's id, its numbers exactly as recorded."""
     return wire.dumps({**m.json, "id": rid})
-
-
-def _stderr(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def check_replayable(cassette: Cassette, session: Session) -> None:

@@ -22,13 +22,12 @@ import asyncio
 import contextlib
 import itertools
 import os
-import sys
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 
-from .. import wire
+from .. import _log, wire
 from ..redact import Redactor, default_redactor
 from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from .http_recordings import ProxyRecordings
@@ -160,8 +159,8 @@ class RecordingProxy:
             if started:
                 raise AbortStream() from None  # drop the connection: the response is cut short
         except Exception as e:  # noqa: BLE001 - one line, never a traceback
-            print(f"mcprec: proxy error on {scope['method']} {scope['path']}: "
-                  f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            _log.warning("proxy", f"proxy error on {scope['method']} {scope['path']}: "
+                         f"{type(e).__name__}: {e}")
             if started:
                 raise AbortStream() from None
             await send_simple(send, 502, _jsonrpc_error_body(None, f"mcprec: proxy error: {e}"))
@@ -239,13 +238,12 @@ class RecordingProxy:
 
     async def _upstream_failed(self, send: Any, writer: SessionRecording | None, exchange: int,
                                status: int, message: str, rid: str | None) -> None:
-        text = f"mcprec: {message}"
-        body = _jsonrpc_error_body(orjson.loads(rid) if rid else None, text)
+        body = _jsonrpc_error_body(orjson.loads(rid) if rid else None, f"mcprec: {message}")
         if writer is not None:
             writer.message(SERVER_TO_CLIENT, body, http={"exchange": exchange, "status": status,
                                                          "error": message, "synthetic": True},
                            context=rid)
-        print(text, file=sys.stderr, flush=True)
+        _log.warning("proxy", message)
         await send_simple(send, status, body)
 
     async def _relay(self, scope: dict[str, Any], receive: Any, send: Any, resp: UpstreamResponse,
@@ -352,9 +350,8 @@ class RecordingProxy:
             writer.message(SERVER_TO_CLIENT, body, http={
                 "exchange": exchange, "content_type": "sse", "error": error, "synthetic": True},
                 context=rid)
-        print(f"mcprec: upstream dropped an SSE stream ({what}); ending the client's"
-              + (f" with an error for request id={rid}" if rid is not None else ""),
-              file=sys.stderr, flush=True)
+        _log.warning("proxy", f"upstream dropped an SSE stream ({what}); ending the client's"
+                     + (f" with an error for request id={rid}" if rid is not None else ""))
         await send({"type": "http.response.body", "body": format_event(body) if body else b"",
                     "more_body": False})
 

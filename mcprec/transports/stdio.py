@@ -16,12 +16,12 @@ import queue
 import selectors
 import signal
 import stat
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import _log
 from ..errors import ServerStartError
 from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from .recording import NullRecording, SessionRecording
@@ -511,10 +511,6 @@ class StdioTap:
         if code is None:
             code = 1
         if not self._sent_any and code != 0 and not client_closed and not self._signals:
-            print(
-                f"mcprec: server {self.argv[0]} exited with code {code} before sending anything "
-                "(its stderr is above)",
-                file=sys.stderr,
-                flush=True,
-            )
+            _log.warning("record", f"server {self.argv[0]} exited with code {code} before sending "
+                         "anything (its stderr is above)")
         return 128 - code if code < 0 else code

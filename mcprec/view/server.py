@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .. import _log
 from ..cassette import Cassette
 from ..cassette.views import open_read_only
 from ..redact import Redactor, default_redactor
@@ -56,11 +56,10 @@ def serve_view(
 
         def ready() -> None:
             print(url, flush=True)
-            print(f"mcprec: viewing {path} (read-only) at {url}; Ctrl-C to stop",
-                  file=sys.stderr, flush=True)
+            _log.info("view", f"viewing {path} (read-only) at {url}; Ctrl-C to stop")
             if host not in ("127.0.0.1", "localhost", "::1") and not host.startswith("127."):
-                print(f"mcprec: warning: listening on {host}: other machines can read this "
-                      "cassette's traffic", file=sys.stderr, flush=True)
+                _log.warning("view", f"warning: listening on {host}: other machines can read "
+                             "this cassette's traffic")
             if open_browser:
                 threading.Thread(target=_open, args=(url,), daemon=True).start()
             if on_ready is not None:

@@ -1,0 +1,64 @@
+"""The library's notices, through :mod:`logging` under the ``mcprec`` logger.
+
+Library code calls :func:`info` or :func:`warning` with a one-line text; it never prints. A
+program embedding mcprec gets the notices in its own logging set-up (pytest's ``caplog``, a
+handler of its own); with none, Python's last-resort handler still shows warnings on stderr. The
+command line (and the recorder's own process) calls :func:`to_stderr` once, which shows INFO and
+up as ``mcprec: <text>`` lines, as the commands always have.
+
+:mod:`logging` is imported at the first notice, not before: it costs 5-10 ms (``python -X
+importtime``), which replay's start-up (the first answer, issue of speed) does not pay, and a
+notice is rare and seldom comes before the first answer.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+_to_stderr = False
+_installed = False
+
+
+def to_stderr() -> None:
+    """Show the library's notices (INFO and up) on stderr, one ``mcprec: <text>`` line each."""
+    global _to_stderr
+    _to_stderr = True
+    if "logging" in sys.modules:  # already paid for: install now
+        _logger("")
+
+
+def info(area: str, text: str) -> None:
+    """A notice of what is happening (``recording … into …``)."""
+    _logger(area).info(text)
+
+
+def warning(area: str, text: str) -> None:
+    """A notice that something did not go as asked (shown even with no logging set up)."""
+    _logger(area).warning(text)
+
+
+def _logger(area: str) -> Any:
+    import logging
+
+    global _installed
+    if _to_stderr and not _installed:
+        _installed = True
+
+        class Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+            """Writes to ``sys.stderr`` as it is at each notice (click and tests swap it)."""
+
+            @property  # type: ignore[override]
+            def stream(self) -> Any:
+                return sys.stderr
+
+            @stream.setter
+            def stream(self, _value: Any) -> None:
+                pass
+
+        handler = Stderr()
+        handler.setFormatter(logging.Formatter("mcprec: %(message)s"))
+        top = logging.getLogger("mcprec")
+        top.addHandler(handler)
+        top.setLevel(logging.INFO)
+    return logging.getLogger(f"mcprec.{area}" if area else "mcprec")
