@@ -10,7 +10,7 @@ from .errors import McprecError
 
 # options whose default the fast path may be given explicitly
 _DEFAULTS = frozenset({("-m", "none"), ("--mode", "none"), ("--timing", "none"),
-                       ("--repeat", "last")})
+                       ("--repeat", "last"), ("--protocol-version", "recorded")})
 
 
 def _configured_faults() -> bool:
@@ -28,7 +28,8 @@ def _configured_faults() -> bool:
 
 
 def _fast_replay(args: list[str]) -> int | None:
-    """``mcprec replay CASSETTE [-s NAME] [--report FILE] [--allow-unmatched]``, the form test
+    """``mcprec replay CASSETTE [-s NAME] [--report FILE] [--allow-unmatched]
+    [--protocol-version rewrite]``, the form test
     suites launch most, without loading click: every test pays the start-up. Anything else
     returns None and goes through the full command line (tests/test_entry.py checks that both
     give the same exit codes and messages)."""
@@ -40,6 +41,7 @@ def _fast_replay(args: list[str]) -> int | None:
     if _configured_faults():
         return None
     session, report, allow = os.environ.get("MCPREC_SESSION"), None, False
+    version = "recorded"
     while rest:
         if len(rest) >= 2 and rest[0] in ("-s", "--session"):
             session, rest = rest[1], rest[2:]
@@ -49,6 +51,8 @@ def _fast_replay(args: list[str]) -> int | None:
             rest = rest[2:]  # a default said out loud
         elif rest[0] == "--allow-unmatched":
             allow, rest = True, rest[1:]
+        elif rest[:2] == ["--protocol-version", "rewrite"]:
+            version, rest = "rewrite", rest[2:]
         else:
             return None
     from . import _log
@@ -56,7 +60,8 @@ def _fast_replay(args: list[str]) -> int | None:
 
     _log.to_stderr()
     try:
-        return replay_stdio(cassette, session=session, report=report, allow_unmatched=allow)
+        return replay_stdio(cassette, session=session, report=report, allow_unmatched=allow,
+                            protocol_version=version)
     except McprecError as e:
         print(f"mcprec: {e}", file=sys.stderr)
         return e.exit_code

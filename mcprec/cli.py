@@ -294,6 +294,20 @@ def _size(value: str, hint: str) -> int:
     return size
 
 
+def _duration(value: str, hint: str, *, zero: bool = False) -> float:
+    """``500ms``, ``2s``, ``1.5m`` (or a plain number of seconds) -> seconds."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m)?\s*", value)
+    if m is None:
+        raise click.BadParameter(f"expected a duration such as 500ms, 2s or 1m, got {value!r}",
+                                 param_hint=hint)
+    seconds = float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0}[m.group(2) or "s"]
+    if seconds <= 0 and not zero:
+        raise click.BadParameter("must be more than 0", param_hint=hint)
+    return seconds
+
+
 def _timing(value: str) -> float | None:
     if value == "none":
         return None
@@ -321,6 +335,14 @@ def _timing(value: str) -> float | None:
                    "all: always record.")
 @click.option("--timing", default="none", show_default=True, metavar="none|recorded|SCALE",
               help="Answer at once, with the recorded latencies, or with them scaled.")
+@click.option("--max-gap", "max_gap", metavar="DURATION",
+              help="With --timing: cap every recorded pause at DURATION (e.g. 500ms, 2s), so a "
+                   "slow recording replays without its long waits.")
+@click.option("--protocol-version", "protocol_version",
+              type=click.Choice(["recorded", "rewrite"]), default="recorded", show_default=True,
+              help="When the client offers another protocol version than the recorded client "
+                   "(said once on stderr and in --report): answer initialize with the recorded "
+                   "version, or rewrite it to the client's.")
 @click.option("--strict-order", is_flag=True,
               help="Requests must come in exactly the recorded order.")
 @click.option("--ignore", "ignore", multiple=True, metavar="PATH",
@@ -358,8 +380,9 @@ def _timing(value: str) -> float | None:
               "same faults.")
 @redaction_options
 @click.argument("server", nargs=-1, type=click.UNPROCESSED)
-def replay(cassette: str, session: str | None, mode: str, timing: str, strict_order: bool,
-           ignore: tuple[str, ...], repeat: str, report: str | None, http: bool, listen: str,
+def replay(cassette: str, session: str | None, mode: str, timing: str, max_gap: str | None,
+           protocol_version: str, strict_order: bool, ignore: tuple[str, ...], repeat: str,
+           report: str | None, http: bool, listen: str,
            url_path: str, allow_origin: tuple[str, ...], allow_host: tuple[str, ...],
            allow_unmatched: bool, fault_rules: tuple[str, ...], faults_file: str | None,
            seed: int | None,
@@ -382,6 +405,12 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, strict_or
                            normalize=from_config("replay", normalize))
     redactor = _redactor(redact_paths, redact_keys, redact_patterns)
     faults = _faults(fault_rules, faults_file, seed)
+    scale = _timing(timing)
+    gap = None
+    if max_gap is not None:
+        gap = _duration(max_gap, "--max-gap", zero=True)
+        if scale is None:
+            raise click.UsageError("--max-gap goes with --timing recorded (or a scale)")
     if http:
         if mode != "none":
             raise click.UsageError("--http replays only (--mode none); record HTTP servers with "
@@ -389,12 +418,14 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, strict_or
         from .replay import replay_http
 
         sys.exit(replay_http(cassette, session=session, listen=listen, path=url_path,
-                             options=options, timing=_timing(timing), report=report,
+                             options=options, timing=scale, report=report,
                              allowed_origins=allow_origin, allowed_hosts=allow_host,
-                             redact=redactor, allow_unmatched=allow_unmatched, faults=faults))
+                             redact=redactor, allow_unmatched=allow_unmatched, faults=faults,
+                             protocol_version=protocol_version, max_gap=gap))
     code = replay_stdio(cassette, session=session, mode=mode, server=list(server),
-                        options=options, timing=_timing(timing), report=report, redact=redactor,
-                        allow_unmatched=allow_unmatched, faults=faults)
+                        options=options, timing=scale, report=report, redact=redactor,
+                        allow_unmatched=allow_unmatched, faults=faults,
+                        protocol_version=protocol_version, max_gap=gap)
     sys.exit(code)
 
 

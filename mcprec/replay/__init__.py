@@ -68,6 +68,8 @@ def replay_stdio(
     redact: Any = None,
     allow_unmatched: bool = False,
     faults: Any = None,
+    protocol_version: str = "recorded",
+    max_gap: float | None = None,
 ) -> int:
     """Serve a recorded session on this process's stdin/stdout (or record it, per ``mode``).
 
@@ -116,7 +118,8 @@ def replay_stdio(
             from .lean import serve_lean
 
             engine: Any = Playback(c, found, options=options, timing=timing, redact=redact,
-                                   server_stderr=_server_stderr, faults=faults)
+                                   server_stderr=_server_stderr, faults=faults,
+                                   protocol_version=protocol_version, max_gap=max_gap)
             announce()
             serve_lean(engine)
         else:
@@ -127,7 +130,8 @@ def replay_stdio(
 
             def make(send: Any) -> AsyncPlayback:
                 made = AsyncPlayback(c, s, send, options=options, timing=timing, live=live,
-                                     redact=redact, server_stderr=_server_stderr)
+                                     redact=redact, server_stderr=_server_stderr,
+                                     protocol_version=protocol_version, max_gap=max_gap)
                 announce()
                 return made
 
@@ -215,6 +219,8 @@ def replay_http(
     redact: Any = None,
     allow_unmatched: bool = False,
     faults: Any = None,
+    protocol_version: str = "recorded",
+    max_gap: float | None = None,
 ) -> int:
     """Serve a recorded session over Streamable HTTP (and legacy HTTP+SSE at ``/sse``) until
     SIGINT/SIGTERM. Prints the URL on stdout once listening (port 0 picks a free port)."""
@@ -231,7 +237,8 @@ def replay_http(
             _check_faults(c, found, faults)
         app = ReplayApp(c, found, options=options, timing=timing, bound_host=host,
                         allowed_origins=tuple(allowed_origins),
-                        allowed_hosts=tuple(allowed_hosts), redact=redact, faults=faults)
+                        allowed_hosts=tuple(allowed_hosts), redact=redact, faults=faults,
+                        protocol_version=protocol_version, max_gap=max_gap)
         url = url_of(sock, path)
 
         def ready() -> None:

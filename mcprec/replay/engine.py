@@ -58,12 +58,17 @@ class AsyncPlayback:
         label: str = "",
         faults: Any = None,
         transport: str = "stdio",
+        protocol_version: str = "recorded",
+        max_gap: float | None = None,
+        notices: set[str] | None = None,
     ) -> None:
         self.live = live
         self.playback = Playback(cassette, session, options=options, timing=timing,
                                  redact=redact, server_stderr=server_stderr, label=label,
                                  unmatched=self._forward if live is not None else None,
-                                 faults=faults, transport=transport)
+                                 faults=faults, transport=transport,
+                                 protocol_version=protocol_version, max_gap=max_gap,
+                                 notices=notices)
         self._send = send
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()

@@ -77,6 +77,8 @@ class ReplayApp:
         allowed_hosts: tuple[str, ...] = (),
         redact: Any = None,
         faults: Any = None,
+        protocol_version: str = "recorded",
+        max_gap: float | None = None,
     ) -> None:
         self.cassette = cassette
         self.session = session
@@ -87,6 +89,9 @@ class ReplayApp:
         self.allowed_hosts = allowed_hosts
         self.redact = redact
         self.faults = faults  # shared by every client: nth counts across them
+        self.protocol_version = protocol_version
+        self.max_gap = max_gap
+        self.notices: set[str] = set()  # a version notice is said once, not once per client
         self.trust = Trust(bound_host, allowed_hosts, allowed_origins)
         self.sessions: dict[str, _ClientSession] = {}
         self.finished: list[ReplaySession] = []
@@ -108,7 +113,9 @@ class ReplayApp:
 
         engine = ReplaySession(self.cassette, self.session, send, options=self.options,
                                timing=self.timing, redact=self.redact, label=sid[:8],
-                               faults=self.faults, transport="http")
+                               faults=self.faults, transport="http",
+                               protocol_version=self.protocol_version, max_gap=self.max_gap,
+                               notices=self.notices)
         cs = _ClientSession(sid, engine, legacy)
         holder.append(cs)
         self.sessions[sid] = cs

@@ -50,6 +50,8 @@ EMPTY_RESULT_METHODS = frozenset(
 # cancellation) before it is played anyway: twice the recorded wait, within these bounds.
 CAUSE_WAIT_MIN_S = 1.0
 CAUSE_WAIT_MAX_S = 30.0
+# --protocol-version: answer initialize with the recorded version, or with the client's
+PROTOCOL_VERSION_POLICIES = ("recorded", "rewrite")
 
 Outgoing = tuple[bytes, "str | None"]
 """``(message, related)``: one message for the client. ``related`` is the id text of the client
@@ -119,7 +121,7 @@ class _Run:
     """A script being played: messages, where it is, and what holds it up."""
 
     __slots__ = ("messages", "i", "clock", "rid", "token", "related", "play", "done",
-                 "deadline", "cause", "stopped", "gave_up", "released", "fault")
+                 "deadline", "cause", "stopped", "gave_up", "released", "fault", "version")
 
     def __init__(self, messages: list[Message], clock: tuple[float, int] | None, rid: Any,
                  token: Any, related: str | None, play: _Play | None,
@@ -138,6 +140,7 @@ class _Run:
         self.gave_up: Callable[[], None] | None = None  # what a cause wait's deadline does
         self.released = -1  # the message whose cause was waited for in vain: it plays now
         self.fault: Fault | None = None  # injected into the answer (malformed, disconnect)
+        self.version: str | None = None  # initialize: answer with this protocolVersion
 
 
 class Playback:
@@ -157,8 +160,21 @@ class Playback:
         clock: Callable[[], float] = time.monotonic,
         faults: Faults | None = None,
         transport: str = "stdio",
+        protocol_version: str = "recorded",
+        max_gap: float | None = None,
+        notices: set[str] | None = None,
     ) -> None:
         self.cassette = cassette
+        if protocol_version not in PROTOCOL_VERSION_POLICIES:
+            raise UsageError(f"unknown protocol version policy {protocol_version!r}; choose "
+                             f"one of {', '.join(PROTOCOL_VERSION_POLICIES)}")
+        self.protocol_version = protocol_version
+        self.max_gap = max_gap
+        """With ``timing``: the longest pause (seconds, as replayed) between two messages."""
+        self.versions: dict[str, Any] | None = None
+        """The client offered another protocol version than the recorded client: offered,
+        recorded, answered (for the report)."""
+        self._notices = notices if notices is not None else set()  # said once (HTTP: shared)
         sessions = [session] if isinstance(session, Session) else list(session)
         self.choice = SessionChoice(cassette, sessions, options)
         self.timing = timing
@@ -427,6 +443,8 @@ class Playback:
         token = wire.progress_token_value(obj.get("params"))
         run = _Run(script, (started, req.t_ns), rid, token, key, play, done)
         play.run = run
+        if req.method == "initialize":
+            run.version = self._check_version(obj, req, script)
         self._runs.add(run)
         if fault is not None:
             run.fault = fault
@@ -437,6 +455,31 @@ class Playback:
             if fault.effect == "malformed":
                 self.malformed.add(key)
         self._pump(run)
+
+    def _check_version(self, obj: dict[str, Any], req: Message, script: list[Message]
+                       ) -> str | None:
+        """Compare the protocol version the client offers with the recorded client's: say so
+        once when they differ; the version to answer with under ``rewrite``, else None."""
+        offered = _param(obj, "protocolVersion")
+        recorded = _param(req.json, "protocolVersion")
+        if not isinstance(offered, str) or offered == recorded:
+            return None
+        answer = script[-1].json if script and script[-1].reply_to == req.seq else None
+        result = answer.get("result") if isinstance(answer, dict) else None
+        answered = result.get("protocolVersion") if isinstance(result, dict) else None
+        rewrite = self.protocol_version == "rewrite" and isinstance(result, dict)
+        self.versions = {"offered": offered, "recorded": recorded, "recorded_answer": answered,
+                         "answered": offered if rewrite else answered,
+                         "policy": self.protocol_version}
+        text = (f"the client offers protocol version {offered}; the recording's client offered "
+                f"{recorded} and the server answered {answered}: "
+                + (f"answering {offered} (--protocol-version rewrite)" if rewrite else
+                   f"answering {answered} as recorded (--protocol-version rewrite answers the "
+                   "client's)"))
+        if text not in self._notices:
+            self._notices.add(text)
+            _log.warning("replay", text)
+        return offered if rewrite else None
 
     # --- requests the recording did not answer ---------------------------------------------
 
@@ -628,9 +671,13 @@ class Playback:
                     return
             if self.timing is not None and run.clock is not None:
                 due = run.clock[0] + max(0, m.t_ns - run.clock[1]) / 1e9 * self.timing
+                if self.max_gap is not None:  # each pause capped: the clock moves per message
+                    due = min(due, run.clock[0] + self.max_gap)
                 if due > self._now():
                     self._sleep(run, due)
                     return
+                if self.max_gap is not None:
+                    run.clock = (due, max(m.t_ns, run.clock[1]))
             run.i += 1
             self._play_one(run, m)
         if run.stopped or run.i < len(run.messages):
@@ -724,6 +771,10 @@ class Playback:
             if run.fault is not None and run.play is not None and (
                     m.reply_to == run.play.request.seq):
                 self._faulty_answer(run.fault, m, rid, related)
+                return
+            if run.version is not None and run.play is not None and (
+                    m.reply_to == run.play.request.seq):
+                self.send(_with_version(m, rid, run.version), related)
                 return
             self.send(_with_id(m, rid), related)
         elif kind == wire.NOTIFICATION:
@@ -862,12 +913,24 @@ class Playback:
             "unanswered": self.stats.unanswered,
             "unplayed": [{"seq": m.seq, "method": m.method} for m in self.unplayed()],
             **({"faults": self.faults.report()} if self.faults is not None else {}),
+            **({"protocol_version": self.versions} if self.versions is not None else {}),
         }
 
 
 def _with_id(m: Message, rid: Any) -> bytes:
     """The recorded answer ``m`` with the client's id, its numbers exactly as recorded."""
     return wire.dumps({**m.json, "id": rid})
+
+
+def _with_version(m: Message, rid: Any, version: str) -> bytes:
+    """The recorded ``initialize`` answer with the client's id and ``version`` in its result."""
+    return wire.dumps({**m.json, "id": rid, "result": {**m.json["result"],
+                                                       "protocolVersion": version}})
+
+
+def _param(obj: Any, name: str) -> Any:
+    params = obj.get("params") if isinstance(obj, dict) else None
+    return params.get(name) if isinstance(params, dict) else None
 
 
 def check_replayable(cassette: Cassette, session: Session) -> None:
