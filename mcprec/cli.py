@@ -482,20 +482,24 @@ def scan(cassettes: tuple[str, ...], redact_paths: tuple[str, ...], redact_keys:
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def sessions(cassette: str, as_json: bool) -> None:
-    """List the sessions in CASSETTE."""
+    """List the sessions in CASSETTE. UNANS counts the requests (either direction) that have
+    no recorded answer: cut off, cancelled, or still in flight."""
     from .cassette import open_cassette
+    from .cassette.views import unanswered_counts
     from .timeline import format_table, session_dict, session_rows
 
     with open_cassette(cassette) as c:
         found = c.sessions()
+        unanswered = unanswered_counts(c)
     if as_json:
         import orjson
 
-        click.echo(orjson.dumps([session_dict(s) for s in found], option=orjson.OPT_INDENT_2))
+        click.echo(orjson.dumps([{**session_dict(s), "unanswered": unanswered.get(s.id, 0)}
+                                 for s in found], option=orjson.OPT_INDENT_2))
     elif not found:
         click.echo(f"{cassette}: no sessions")
     else:
-        click.echo(format_table(session_rows(found)))
+        click.echo(format_table(session_rows(found, unanswered)))
 
 
 @cli.command()
@@ -505,16 +509,42 @@ def sessions(cassette: str, as_json: bool) -> None:
 @click.option("--body/--no-body", default=False, help="Also print each message's text.")
 @click.option("--stderr/--no-stderr", "with_stderr", default=False,
               help="Also print the server's stderr lines.")
-def show(cassette: str, session: str | None, as_json: bool, body: bool, with_stderr: bool) -> None:
-    """Print the timeline of SESSION (default: the latest) in CASSETTE."""
+@click.option("--method", "methods", multiple=True, metavar="GLOB",
+              help="Only messages of this method, answers included; a glob such as 'tools/*' "
+                   "(repeatable: any of them).")
+@click.option("--grep", "grep", metavar="REGEX",
+              help="Only messages whose JSON text matches this regular expression.")
+@click.option("--tools", "tools", is_flag=True,
+              help="Instead of the timeline: the tools the server listed in the session, with "
+                   "their descriptions and input schemas in short.")
+def show(cassette: str, session: str | None, as_json: bool, body: bool, with_stderr: bool,
+         methods: tuple[str, ...], grep: str | None, tools: bool) -> None:
+    """Print the timeline of SESSION (default: the latest) in CASSETTE.
+
+    \b
+      mcprec show cassettes/demo.db --method 'tools/*' --body
+      mcprec show cassettes/demo.db --grep 'Paris|London'
+      mcprec show cassettes/demo.db --tools
+    """
     import orjson
 
     from .cassette import open_cassette
+    from .dump import message_filter
     from .timeline import format_message_line, human_duration_ns, message_dict, timeline
 
+    if tools and (methods or grep or body or with_stderr):
+        raise click.UsageError("--tools lists tools; --method, --grep, --body and --stderr "
+                               "are for the timeline")
+    try:
+        keep = message_filter(methods, grep)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--grep") from None
     color = sys.stdout.isatty() and not as_json
     with open_cassette(cassette) as c:
         s = c.session(session)
+        if tools:
+            _show_tools(c, s, as_json)
+            return
         if not as_json:
             server = s.server_label or "?"
             click.echo(
@@ -522,7 +552,11 @@ def show(cassette: str, session: str | None, as_json: bool, body: bool, with_std
                 f"server {server}  protocol {s.protocol_version or '?'}  "
                 f"{s.message_count} messages  {human_duration_ns(s.duration_ns)}"
             )
+        shown = 0
         for m, latency in timeline(c, s):
+            if keep is not None and not keep(m):
+                continue
+            shown += 1
             if as_json:
                 d = message_dict(m, latency)
                 if body:
@@ -538,6 +572,26 @@ def show(cassette: str, session: str | None, as_json: bool, body: bool, with_std
                     click.echo(orjson.dumps({"stderr": e.line, "t_ns": e.t_ns}))
                 else:
                     click.echo(f"{'':5}  {e.t_ns / 1e6:>10.3f} ms  ! stderr  {e.line}")
+        if keep is not None:
+            click.echo(f"mcprec: {shown} of {s.message_count} messages match", err=True)
+
+
+def _show_tools(c: Any, s: Any, as_json: bool) -> None:
+    """``show --tools``: the session's tools, from its tools/list answers (every page)."""
+    import orjson
+
+    from .dump import session_tools, tool_line
+
+    found = session_tools(c, s)
+    if as_json:
+        for tool in found:
+            click.echo(orjson.dumps(tool))
+        return
+    if not found:
+        click.echo(f"session {s.name}: no tools/list answer recorded", err=True)
+        return
+    for tool in found:
+        click.echo(tool_line(tool))
 
 
 @cli.command()

@@ -167,3 +167,91 @@ def _finish(writer: SessionWriter, head: dict[str, Any]) -> None:
     fields = ("ended_at", "protocol_version", "client_info", "server_info",
               "client_capabilities", "server_capabilities", "instructions", "mcprec_version")
     writer.cassette.update_session(writer.session, **{f: head.get(f) for f in fields})
+
+
+# --- looking into a session: `mcprec show --method --grep --tools` ----------------------------
+
+
+def message_filter(methods: Iterable[str], grep: str | None) -> Any:
+    """``keep(message) -> bool`` for ``show --method GLOB --grep REGEX`` (both must hold), or
+    None when there is nothing to filter. Raises ValueError for a bad regular expression."""
+    import fnmatch
+    import re
+
+    globs = [g for g in methods if g]
+    pattern = None
+    if grep is not None:
+        try:
+            pattern = re.compile(grep.encode("utf-8"))
+        except re.error as e:
+            raise ValueError(f"not a regular expression: {grep!r} ({e})") from None
+    if not globs and pattern is None:
+        return None
+
+    def keep(m: Any) -> bool:
+        if globs and not any(fnmatch.fnmatchcase(m.method or "", g) for g in globs):
+            return False
+        return pattern is None or pattern.search(m.raw) is not None
+
+    return keep
+
+
+def session_tools(c: Cassette, session: Session) -> list[dict[str, Any]]:
+    """The tools the server listed in ``session`` (every tools/list answer and page, in order;
+    a tool listed again keeps its place and takes its latest definition), each as
+    ``{name, description, input, inputSchema}`` where ``input`` is the schema in short."""
+    tools: dict[str, dict[str, Any]] = {}
+    for m in c.messages(session, kinds=("response",)):
+        if m.method != "tools/list" or m.direction != SERVER_TO_CLIENT:
+            continue
+        result = m.json.get("result") if isinstance(m.json, dict) else None
+        listed = result.get("tools") if isinstance(result, dict) else None
+        for tool in listed if isinstance(listed, list) else ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                schema = tool.get("inputSchema")
+                tools[tool["name"]] = {"name": tool["name"],
+                                       "description": tool.get("description") or "",
+                                       "input": schema_summary(schema),
+                                       "inputSchema": schema}
+    return list(tools.values())
+
+
+def schema_summary(schema: Any) -> str:
+    """``city: string, days?: integer``: a JSON schema's properties, ``?`` when optional."""
+    if not isinstance(schema, dict):
+        return ""
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return ""
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    return ", ".join(f"{name}{'' if name in required else '?'}: {_type_of(p)}"
+                     for name, p in props.items())
+
+
+def _type_of(prop: Any) -> str:
+    if not isinstance(prop, dict):
+        return "any"
+    if "enum" in prop and isinstance(prop["enum"], list):
+        return "|".join(orjson.dumps(v).decode() for v in prop["enum"][:6]) + (
+            "|…" if len(prop["enum"]) > 6 else "")
+    t = prop.get("type")
+    if isinstance(t, list):
+        return "|".join(str(x) for x in t)
+    if t == "array":
+        return f"array<{_type_of(prop.get('items'))}>" if prop.get("items") else "array"
+    if isinstance(t, str):
+        return t
+    for key in ("anyOf", "oneOf"):
+        if isinstance(prop.get(key), list):
+            return "|".join(_type_of(p) for p in prop[key])
+    return "any"
+
+
+def tool_line(tool: dict[str, Any], width: int = 100) -> str:
+    """``name(input)`` and, indented below, the first line of the description."""
+    text = str(tool.get("description") or "").strip().splitlines()
+    first = text[0] if text else ""
+    if len(first) > width:
+        first = first[: width - 1] + "…"
+    head = f"{tool['name']}({tool.get('input', '')})"
+    return f"{head}\n    {first}" if first else head

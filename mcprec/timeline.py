@@ -50,15 +50,18 @@ def session_dict(s: Session) -> dict[str, Any]:
     }
 
 
-def session_rows(sessions: Iterable[Session]) -> list[list[str]]:
-    rows = [["NAME", "STARTED", "TARGET", "SERVER", "MSGS", "DURATION", "STATUS"]]
+def session_rows(sessions: Iterable[Session], unanswered: dict[int, int] | None = None
+                 ) -> list[list[str]]:
+    """The rows of ``mcprec sessions``; ``unanswered``: session id -> requests with no answer."""
+    rows = [["NAME", "STARTED", "TARGET", "SERVER", "MSGS", "UNANS", "DURATION", "STATUS"]]
     for s in sessions:
         target = s.target_label
         if len(target) > 40:
             target = target[:37] + "..."
         rows.append([
             s.name, s.started_at[:19].replace("T", " "), target, s.server_label or "-",
-            str(s.message_count), human_duration_ns(s.duration_ns), s.status,
+            str(s.message_count), str((unanswered or {}).get(s.id, 0)),
+            human_duration_ns(s.duration_ns), s.status,
         ])
     return rows
 

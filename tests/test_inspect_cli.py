@@ -56,8 +56,8 @@ def ok(*args: str, **kw: Any) -> bytes:
 def test_sessions_table_lists_each_session(rec: SimpleNamespace) -> None:
     """`sessions` prints a header and one row per session with server, count and status."""
     lines = ok("sessions", str(rec.path)).decode().splitlines()
-    assert lines[0].split() == ["NAME", "STARTED", "TARGET", "SERVER", "MSGS", "DURATION",
-                                "STATUS"]
+    assert lines[0].split() == ["NAME", "STARTED", "TARGET", "SERVER", "MSGS", "UNANS",
+                                "DURATION", "STATUS"]
     assert [ln.split()[0] for ln in lines[1:]] == ["sdk", "raw"]
     sdk_row = lines[1]
     assert "mcprec-test-server 1.0.0" in sdk_row and sdk_row.endswith("complete")

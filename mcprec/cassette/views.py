@@ -139,6 +139,16 @@ def sessions(c: Cassette) -> list[tuple[Session, int, int]]:
     return [(s, *session_extent(c, s)) for s in found]
 
 
+def unanswered_counts(c: Cassette) -> dict[int, int]:
+    """Session id -> requests (either direction) with no recorded answer; sessions with none
+    are absent. One pass over the requests, each answer looked up by ``messages_by_reply``."""
+    return {int(sid): int(n) for sid, n in _rows(
+        c, "SELECT q.session_id, count(*) FROM messages q INDEXED BY messages_by_match "
+        "WHERE q.kind = 'request' AND NOT EXISTS (SELECT 1 FROM messages a INDEXED BY "
+        "messages_by_reply WHERE a.session_id = q.session_id AND a.reply_to = q.seq) "
+        "GROUP BY q.session_id", ())}
+
+
 def session_extent(c: Cassette, session: Session) -> tuple[int, int]:
     """(number of messages, time of the last one in ns): two index look-ups."""
     count = _rows(c, "SELECT count(*) FROM messages WHERE session_id = ?", (session.id,))[0][0]
