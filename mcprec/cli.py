@@ -130,6 +130,9 @@ def cli() -> None:
 @click.option("--allow-host", "allow_host", multiple=True, metavar="HOST",
               help="With --target: a Host name to accept besides local ones (NAME, NAME:PORT, "
                    "NAME:*; repeatable); others get 421.")
+@click.option("--max-idle", "max_idle", metavar="DURATION",
+              help="With --target: end the recording (exit 0) after DURATION (e.g. 30s, 500ms, "
+                   "2m) with no request in flight and no traffic: for unattended recordings.")
 @click.option("--allow-origin", "allow_origin", multiple=True, metavar="ORIGIN",
               help="With --target: a browser Origin to accept besides local ones "
                    "(repeatable); others get 403.")
@@ -152,7 +155,7 @@ def cli() -> None:
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(cassette: str | None, session: str | None, tags: tuple[str, ...], durable: bool,
            exit_timeout: float, target: str | None, listen: str, upstream_timeout: float,
-           allow_host: tuple[str, ...], allow_origin: tuple[str, ...],
+           allow_host: tuple[str, ...], max_idle: str | None, allow_origin: tuple[str, ...],
            max_message_size: str, scripts: tuple[str, ...], replace: bool, otlp: str | None,
            otlp_headers: tuple[str, ...], redact_paths: tuple[str, ...],
            redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...],
@@ -177,6 +180,10 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
         os.environ["MCPREC_OTLP"] = otlp
         if otlp_headers:
             os.environ["MCPREC_OTLP_HEADERS"] = ",".join(otlp_headers)
+    idle = _duration(max_idle, "--max-idle") if max_idle is not None else None
+    if idle is not None and (target is None or scripts):
+        raise click.UsageError("--max-idle goes with --target URL (a stdio recording ends when "
+                               "its client closes, a --script one when its steps are done)")
     if scripts:
         _record_scripts(scripts, cassette, session, tags, durable, exit_timeout, target, listen,
                         upstream_timeout, max_message_size, replace,
@@ -191,7 +198,8 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
         sys.exit(record_http(target, listen=listen, cassette=cassette, session=session,
                              tags=_parse_tags(tags), timeout=upstream_timeout,
                              redact=_redactor(redact_paths, redact_keys, redact_patterns),
-                             allowed_hosts=allow_host, allowed_origins=allow_origin))
+                             allowed_hosts=allow_host, allowed_origins=allow_origin,
+                             max_idle=idle))
     if not command:
         raise click.UsageError("missing the server command: mcprec record [OPTIONS] -- COMMAND...")
     from .record import record_stdio

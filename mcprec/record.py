@@ -113,9 +113,12 @@ def record_http(
     redact: Redactor | None = None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    max_idle: float | None = None,
 ) -> int:
     """Run a recording reverse proxy in front of the MCP endpoint at ``target`` until SIGINT or
-    SIGTERM; every session through it is flushed to the cassette before this returns.
+    SIGTERM, or until ``max_idle`` seconds pass with no request in flight and no traffic (an
+    unattended recording); every session through it is ended and flushed to the cassette
+    before this returns.
 
     Listening on a loopback address, the proxy answers only to local ``Host`` names, and to
     local browser ``Origin``s anywhere (``allowed_hosts`` and ``allowed_origins`` add more):
@@ -142,5 +145,8 @@ def record_http(
         if on_ready is not None:
             on_ready(url)
 
-    run_app(proxy, sock, announce=ready, cleanup=proxy.aclose)
+    if run_app(proxy, sock, announce=ready, cleanup=proxy.aclose, max_idle=max_idle):
+        n = len(proxy.sessions)
+        _log.info("record", f"no traffic for {max_idle:g} s (--max-idle): recording ended, "
+                  f"{n} session{'' if n == 1 else 's'} in {path}")
     return 0

@@ -207,23 +207,88 @@ def _http_protocol() -> Any:
     return CoalescingHttpToolsProtocol
 
 
-def run_app(app: Any, sock: socket.socket, *, announce: Callable[[], None],
-            cleanup: Callable[[], Awaitable[None]]) -> None:
-    """Serve ``app`` on ``sock`` (uvloop when installed) until SIGINT/SIGTERM; ``announce``
-    once listening, ``cleanup`` on the way out whatever happens."""
-    async def main() -> None:
+class IdleWatch:
+    """An ASGI app in front of another that sets ``stop`` after ``limit`` seconds of silence:
+    no request in flight and nothing received or sent. A GET stream held open (the client
+    listening for the server's own messages) is not a request in flight; what it carries is
+    traffic."""
+
+    def __init__(self, app: Any, limit: float, stop: asyncio.Event) -> None:
+        import time
+
+        self.app = app
+        self.limit = limit
+        self.stop = stop
+        self.busy = 0
+        self._clock = time.monotonic
+        self.last = self._clock()
+        self.fired = False
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        listening = scope.get("method") == "GET"
+        self.busy += not listening
+        self.last = self._clock()
+
+        async def noted_receive() -> Any:
+            message = await receive()
+            self.last = self._clock()
+            return message
+
+        async def noted_send(message: dict[str, Any]) -> None:
+            self.last = self._clock()
+            await send(message)
+
         try:
-            await serve_app(app, sock, on_ready=announce)
+            await self.app(scope, noted_receive, noted_send)
         finally:
+            self.busy -= not listening
+            self.last = self._clock()
+
+    async def watch(self) -> None:
+        """Set ``stop`` once the silence has lasted ``limit``."""
+        while True:
+            left = self.last + self.limit - self._clock()
+            if self.busy == 0 and left <= 0:
+                self.fired = True
+                self.stop.set()
+                return
+            await asyncio.sleep(max(0.01, left if self.busy == 0 else self.limit))
+
+
+def run_app(app: Any, sock: socket.socket, *, announce: Callable[[], None],
+            cleanup: Callable[[], Awaitable[None]], max_idle: float | None = None) -> bool:
+    """Serve ``app`` on ``sock`` (uvloop when installed) until SIGINT/SIGTERM, or ``max_idle``
+    seconds of silence (see ``IdleWatch``); ``announce`` once listening, ``cleanup`` on the way
+    out whatever happens. True when it ended for silence."""
+    idle: list[IdleWatch] = []
+
+    async def main() -> None:
+        stop = None
+        served = app
+        watcher = None
+        if max_idle is not None:
+            stop = asyncio.Event()
+            idle.append(IdleWatch(app, max_idle, stop))
+            served = idle[0]
+            watcher = asyncio.get_running_loop().create_task(idle[0].watch())
+        try:
+            await serve_app(served, sock, on_ready=announce, stop=stop)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
             await cleanup()
 
     try:
         import uvloop
     except ImportError:
         asyncio.run(main())
-        return
+        return bool(idle and idle[0].fired)
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     asyncio.run(main())
+    return bool(idle and idle[0].fired)
 
 
 def header(scope: dict[str, Any], name: bytes) -> str | None:
