@@ -121,11 +121,33 @@ def _backfill_waits_for(conn: sqlite3.Connection) -> None:
     backfill(conn)
 
 
+_REDACTION = """
+-- Per session: the redaction rules that cleaned it (packs, rules, pack file hashes; JSON), so
+-- that replay, verify, redact and scan apply the same ones without repeating them.
+CREATE TABLE session_redaction (
+    session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    manifest   TEXT NOT NULL
+);
+-- The cassette's key for hash pseudonyms (redaction strategy "hash"): outside every redacted
+-- table, one row, never printed or exported.
+CREATE TABLE redaction_salt (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    salt BLOB NOT NULL
+);
+"""
+
+
 MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _INITIAL),
     ("0002_waits_for", _WAITS_FOR),
     ("0003_waits_for_backfill", _backfill_waits_for),
+    ("0004_redaction_manifest", _REDACTION),
 ]
+
+WAITS_FOR_VERSION = 2
+"""The first format version whose ``messages`` has ``waits_for``."""
+REDACTION_VERSION = 4
+"""The first format version with ``session_redaction`` and ``redaction_salt``."""
 
 FORMAT_VERSION = len(MIGRATIONS)
 

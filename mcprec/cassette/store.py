@@ -412,7 +412,7 @@ class Cassette:
     def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
         self.path = path
         self._conn = conn
-        current = (schema.read_format_version(conn) or 0) >= schema.FORMAT_VERSION
+        current = (schema.read_format_version(conn) or 0) >= schema.WAITS_FOR_VERSION
         self._cols = _MESSAGE_COLUMNS if current else _MESSAGE_COLUMNS_V1
 
     @classmethod
@@ -525,6 +525,54 @@ class Cassette:
         except sqlite3.OperationalError as e:
             raise CassetteError(f"cannot write to cassette {self.path}: {e}") from e
         return self.session(name)
+
+    # --- redaction: the manifest of each session, and the cassette's salt ---------------------
+
+    def redaction_manifests(self, sessions: Any = None) -> dict[int, dict[str, Any]]:
+        """Session id -> the redaction manifest it was recorded (or redacted) with; sessions
+        without one (recorded before manifests existed) are absent. ``sessions``: only these."""
+        try:
+            if sessions is None:
+                rows = self._conn.execute(
+                    "SELECT session_id, manifest FROM session_redaction").fetchall()
+            else:
+                ids = [s.id if isinstance(s, Session) else int(s) for s in sessions]
+                rows = self._conn.execute(
+                    "SELECT session_id, manifest FROM session_redaction WHERE session_id IN "
+                    f"({', '.join('?' * len(ids))})", ids).fetchall() if ids else []
+        except sqlite3.OperationalError:  # a cassette of an older format, read as it is
+            return {}
+        out: dict[int, dict[str, Any]] = {}
+        for sid, text in rows:
+            try:
+                found = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(found, dict):
+                out[sid] = found
+        return out
+
+    def set_redaction_manifest(self, session: Session | int, manifest: dict[str, Any]) -> None:
+        """Store (or replace) a session's redaction manifest."""
+        sid = session.id if isinstance(session, Session) else session
+        self._conn.execute(
+            "INSERT INTO session_redaction (session_id, manifest) VALUES (?, ?) "
+            "ON CONFLICT (session_id) DO UPDATE SET manifest = excluded.manifest",
+            (sid, orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS).decode()))
+
+    def redaction_salt(self, *, create: bool = False) -> bytes | None:
+        """The cassette's key for hash pseudonyms; with ``create``, made (32 random bytes) when
+        the cassette has none yet. Never printed: it stays in its own table."""
+        try:
+            if create:
+                self._conn.execute("INSERT INTO redaction_salt (id, salt) VALUES (1, ?) "
+                                   "ON CONFLICT (id) DO NOTHING", (os.urandom(32),))
+            row = self._conn.execute("SELECT salt FROM redaction_salt WHERE id = 1").fetchone()
+        except sqlite3.OperationalError:  # a cassette of an older format, read as it is
+            if create:
+                raise
+            return None
+        return None if row is None else bytes(row[0])
 
     _UPDATABLE = frozenset({
         "ended_at", "status", "exit_code", "protocol_version", "client_info", "server_info",
