@@ -10,6 +10,13 @@ anywhere in a message; values of secret-named keys (``password``, ``api_key``, `
 process's secret-named environment variables. User rules add JSON paths, key names and regexes,
 from the command line or from ``[tool.mcprec.redact]`` in pyproject.toml / ``[redact]`` in
 mcprec.toml.
+
+Packs group rules: ``credentials`` (the defaults above), the bundled ``pii`` and ``paths``
+(``mcprec.redact_packs``, loaded only when used), and user packs from TOML files. Each rule
+replaces what it finds by one of three strategies: ``replace`` (a fixed text), ``hash`` (a
+stable pseudonym, ``<email:3f9a1c2b>``, keyed by a salt) or ``mask`` (``****1111``). The
+credentials rules always replace. ``Rules.manifest`` is what a cassette stores per session so
+that replay, verify, redact and scan apply the same rules again (``mcprec.redact_manifest``).
 """
 
 from __future__ import annotations
@@ -27,6 +34,13 @@ from .jsonpath import update_path
 
 PLACEHOLDER = "[REDACTED]"
 _PLACEHOLDER_B = PLACEHOLDER.encode()
+
+STRATEGIES = ("replace", "hash", "mask")
+SALT_ENV = "MCPREC_REDACT_SALT"  # also in mcprec.redact_manifest
+"""A salt for hash pseudonyms, in place of the cassette's own: the same pseudonyms across
+cassettes, and none stored in any of them."""
+_TOKEN = re.compile(r"<[a-z0-9_]+:[0-9a-f]{8}>")
+_MASK = "****"
 
 # --- headers ---------------------------------------------------------------------------------
 # The header rules, and their only copy: docs/secrets.md lists them as they are here (a test
@@ -128,27 +142,80 @@ class Rules:
     patterns: Sequence[str] = ()
     """Extra regular expressions; what they match is replaced inside strings."""
     defaults: bool = True
+    """The ``credentials`` pack: secret headers, known secret formats, secret-named keys."""
     env: bool = True
     """Also redact the values of this process's secret-named environment variables."""
     extra_values: Sequence[str] = field(default_factory=list)
+    packs: Sequence[str] = ()
+    """Bundled packs besides ``credentials``: ``pii``, ``paths``."""
+    user_packs: Sequence[Any] = ()
+    """``mcprec.redact_packs.UserPack`` objects, read from their TOML files."""
+    strategy: str | None = None
+    """``replace`` (None: the same), ``hash`` or ``mask``: for every rule that names none,
+    except the credentials rules and secret values, which always replace."""
+    env_names: Sequence[str] = ()
+    """Environment variables whose values are redacted, whatever their names."""
 
     def to_dict(self) -> dict[str, Any]:
+        """Everything, user packs' text included, for a process of mcprec's own (the
+        recorder); ``manifest`` is what a cassette keeps."""
         return {"paths": list(self.paths), "keys": list(self.keys),
                 "patterns": list(self.patterns), "defaults": self.defaults, "env": self.env,
-                "extra_values": list(self.extra_values)}
+                "extra_values": list(self.extra_values), "packs": list(self.packs),
+                "user_packs": [p.to_dict() for p in self.user_packs],
+                "strategy": self.strategy, "env_names": list(self.env_names)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Rules:
+        packs: list[Any] = []
+        if d.get("user_packs"):
+            from .redact_packs import UserPack
+
+            packs = [UserPack.from_dict(p) for p in d["user_packs"]]
         return cls(paths=tuple(d.get("paths", ())), keys=tuple(d.get("keys", ())),
                    patterns=tuple(d.get("patterns", ())), defaults=bool(d.get("defaults", True)),
-                   env=bool(d.get("env", True)), extra_values=list(d.get("extra_values", ())))
+                   env=bool(d.get("env", True)), extra_values=list(d.get("extra_values", ())),
+                   packs=tuple(d.get("packs", ())), user_packs=tuple(packs),
+                   strategy=d.get("strategy"), env_names=tuple(d.get("env_names", ())))
 
     def merged(self, other: Rules) -> Rules:
+        def union(a: Sequence[Any], b: Sequence[Any]) -> tuple[Any, ...]:
+            return tuple(dict.fromkeys((*a, *b)))
+
+        users = {(p.file, p.sha256): p for p in (*self.user_packs, *other.user_packs)}
         return Rules(
-            paths=(*self.paths, *other.paths), keys=(*self.keys, *other.keys),
-            patterns=(*self.patterns, *other.patterns), defaults=self.defaults and other.defaults,
+            paths=union(self.paths, other.paths), keys=union(self.keys, other.keys),
+            patterns=union(self.patterns, other.patterns),
+            defaults=self.defaults and other.defaults,
             env=self.env and other.env, extra_values=[*self.extra_values, *other.extra_values],
+            packs=union(self.packs, other.packs), user_packs=tuple(users.values()),
+            strategy=other.strategy or self.strategy,
+            env_names=union(self.env_names, other.env_names),
         )
+
+    @property
+    def pack_names(self) -> list[str]:
+        """Every pack in use, bundled and user ones: ``credentials``, ``pii``, ``crm`` ..."""
+        return [*(["credentials"] if self.defaults else []), *self.packs,
+                *(p.name for p in self.user_packs)]
+
+    @property
+    def adds_to_defaults(self) -> bool:
+        """Whether these rules do more than the defaults (``Rules()``) do."""
+        return bool(self.paths or self.keys or self.patterns or self.extra_values or self.packs
+                    or self.user_packs or self.env_names or self.strategy not in (None, "replace")
+                    or not self.defaults or not self.env)
+
+    def manifest(self, *, salt: str | None = None) -> dict[str, Any]:
+        """What a cassette keeps of these rules, per session: packs, rules, the SHA-256 of each
+        user pack's file (not its text), never a secret value nor the salt (``salt`` says only
+        where it comes from: ``cassette`` or ``env``)."""
+        return {"version": 1, "packs": self.pack_names,
+                "user_packs": [{"name": p.name, "file": p.file, "sha256": p.sha256}
+                               for p in self.user_packs],
+                "strategy": self.strategy or "replace", "paths": list(self.paths),
+                "keys": list(self.keys), "patterns": list(self.patterns), "env": self.env,
+                "env_names": list(self.env_names), "salt": salt}
 
 
 class _Lazy:
@@ -166,16 +233,48 @@ class _Lazy:
         return getattr(self._rx, name)
 
 
-class Redactor:
-    """Applies ``Rules`` to raw messages (``redact``) and finds what they would catch (``scan``)."""
+def _bare_number(data: bytes, start: int, end: int) -> bool:
+    """Whether ``data[start:end]`` (digits) stands as a JSON number: a value between ``:``,
+    ``,`` or ``[`` and ``,``, ``}`` or ``]``. Inside a string the test may say yes too; the
+    number put there is then still text of a string."""
+    i = start - 1
+    while i >= 0 and data[i] in b" \t\r\n":
+        i -= 1
+    if i < 0 or data[i] not in b":,[":
+        return False
+    j = end
+    while j < len(data) and data[j] in b" \t\r\n":
+        j += 1
+    return j == len(data) or data[j] in b",}]"
 
-    def __init__(self, rules: Rules | None = None) -> None:
+
+class Redactor:
+    """Applies ``Rules`` to raw messages (``redact``) and finds what they would catch (``scan``).
+
+    ``salt`` keys the ``hash`` strategy's pseudonyms; without one, ``$MCPREC_REDACT_SALT``,
+    else a random salt of this redactor's own (stable within it only). Recording binds the
+    cassette's salt (``with_salt``)."""
+
+    def __init__(self, rules: Rules | None = None, *, salt: bytes | None = None) -> None:
         self.rules = rules = rules or Rules()
+        self._salt = salt
         from .jsonpath import parse_path
 
-        checks: list[tuple[str, str, tuple[str, ...] | None]] = []
+        self.strategy = rules.strategy or "replace"
+        if self.strategy not in STRATEGIES:
+            from .errors import UsageError
+
+            raise UsageError(f"unknown redaction strategy {self.strategy!r}; known: "
+                             f"{', '.join(STRATEGIES)}")
+        # (name, pattern, anchors, rule): rule None replaces with the placeholder (the fast
+        # path); a rule (mcprec.redact_packs.PatternRule) validates and picks a strategy
+        checks: list[tuple[str, str, tuple[str, ...] | None, Any]] = []
+        combined: list[Any] = []  # bundled rules with no anchor: one pass for all of them
+        key_rules: dict[str, tuple[str, str | None, str | None]] = {}
+        path_rules: list[tuple[Any, str, str | None, str | None]] = []
         if rules.defaults:
-            checks += [(name, p, _ANCHORS.get(name)) for name, p in KNOWN_SECRET_PATTERNS.items()]
+            checks += [(name, p, _ANCHORS.get(name), None)
+                       for name, p in KNOWN_SECRET_PATTERNS.items()]
         for i, p in enumerate(rules.patterns):
             try:
                 re.compile(p)
@@ -183,40 +282,182 @@ class Redactor:
                 from .errors import UsageError
 
                 raise UsageError(f"bad redaction pattern {p!r}: {e}") from None
-            checks.append((f"pattern {p!r}", p, None))
+            if self.strategy == "replace":
+                checks.append((f"pattern {p!r}", p, None, None))
+            else:
+                from .redact_packs import PatternRule
+
+                checks.append((f"pattern {p!r}", p, None, PatternRule("pattern", "pattern", p)))
+        if rules.packs or rules.user_packs:
+            from .redact_packs import PACKS, BUILTIN
+
+            for name in rules.packs:
+                if name == "credentials":
+                    continue
+                if name not in PACKS:
+                    from .errors import UsageError
+
+                    raise UsageError(f"unknown redaction pack {name!r}; bundled: "
+                                     f"{', '.join(BUILTIN)} (or give a TOML file)")
+                for r in PACKS[name]:
+                    if r.anchors is None:
+                        combined.append(r)
+                    else:
+                        checks.append((r.label, r.pattern, r.anchors, r))
+            for pack in rules.user_packs:
+                checks += [(r.label, r.pattern, r.anchors, r) for r in pack.patterns]
+                for kr in pack.keys:
+                    for k in kr.keys:
+                        key_rules[_norm_key(k)] = (kr.kind, kr.strategy, kr.replacement)
+                for pr in pack.paths:
+                    path_rules.append((parse_path(pr.path), pr.kind, pr.strategy,
+                                       pr.replacement))
         values = {v: "a given secret value" for v in rules.extra_values}
         if rules.env:
             values.update({v: f"value of ${k}" for v, k in env_secrets().items()})
+        for name in rules.env_names:
+            v = os.environ.get(name, "")
+            if len(v) >= _MIN_NAMED_ENV_LEN:
+                values[v] = f"value of ${name}"
         for v in sorted(values, key=len, reverse=True):
-            checks.append((values[v], re.escape(v), (v,)))
+            checks.append((values[v], re.escape(v), (v,), None))
         # compiled at first use: a message rarely holds an anchor, and compiling every pattern
         # up front cost replay's first redacted request ~20 ms
         self._checks_b = [(name, _Lazy(p.encode()),
-                           None if anchors is None else tuple(a.encode() for a in anchors))
-                          for name, p, anchors in checks]
-        self._checks_s = [(name, _Lazy(p), anchors) for name, p, anchors in checks]
+                           None if anchors is None else tuple(a.encode() for a in anchors), rule)
+                          for name, p, anchors, rule in checks]
+        self._checks_s = [(name, _Lazy(p), anchors, rule) for name, p, anchors, rule in checks]
+        self._schemes = frozenset(i for i, c in enumerate(checks)
+                                  if c[0] in ("bearer token", "basic auth"))
         # flat (anchor, check) pairs: one tight loop of substring tests picks the checks to run
-        self._anchors_b = [(a, i) for i, (_, _, anchors) in enumerate(self._checks_b)
+        self._anchors_b = [(a, i) for i, (_, _, anchors, _) in enumerate(self._checks_b)
                            for a in anchors or ()]
-        self._anchors_s = [(a, i) for i, (_, _, anchors) in enumerate(self._checks_s)
+        self._anchors_s = [(a, i) for i, (_, _, anchors, _) in enumerate(self._checks_s)
                            for a in anchors or ()]
-        self._always = [i for i, (_, _, anchors) in enumerate(self._checks_b) if anchors is None]
+        self._always = [i for i, (_, _, anchors, _) in enumerate(self._checks_b)
+                        if anchors is None]
         # one pass over the message finds whether any anchor occurs at all (the usual answer:
         # none), before the per-anchor look
         self._any_anchor_b = re.compile(b"|".join(re.escape(a) for a, _ in self._anchors_b)) \
             if self._anchors_b else None
         self._any_anchor_s = re.compile("|".join(re.escape(a) for a, _ in self._anchors_s)) \
             if self._anchors_s else None
-        keys = (SECRET_KEYS if rules.defaults else frozenset()) | {_norm_key(k) for k in rules.keys}
-        self._keys = frozenset(keys)
+        self._combined_rules = {f"r{i}": r for i, r in enumerate(combined)}
+        source = "|".join(f"(?P<r{i}>{r.pattern})" for i, r in enumerate(combined))
+        self._combined_b = _Lazy(source.encode()) if combined else None
+        self._combined_s = _Lazy(source) if combined else None
+        # secret-named keys: kind, strategy (None: the redactor's), replacement
+        if rules.defaults:
+            for k in SECRET_KEYS:
+                key_rules.setdefault(k, ("secret", "replace", None))
+        for k in rules.keys:
+            key_rules[_norm_key(k)] = (_norm_key(k) or "value", None, None)
+        self._key_rules = key_rules
+        self._keys = frozenset(key_rules)
         # a cheap pre-check on raw bytes: does any secret-named key occur at all?
         self._key_probe = re.compile(rb'"([A-Za-z_-]*)"\s*:') if self._keys else None
         self._key_words = _KEY_WORDS if rules.defaults else ()
-        if rules.keys:
+        if rules.keys or len(key_rules) > (len(SECRET_KEYS) if rules.defaults else 0):
             self._key_words = ()  # user key names can be anything: always look
-        self._paths = [parse_path(p) for p in rules.paths]
-        self._header_keys = frozenset(_norm_header(k) for k in rules.keys)
+        for p in rules.paths:
+            path_rules.append((parse_path(p), _path_kind(p), None, None))
+        self._paths = path_rules
+        self._header_keys = frozenset(_norm_header(k) for k in (*rules.keys, *(
+            k for pack in rules.user_packs for kr in pack.keys for k in kr.keys)))
         self._header_cache: dict[str, bool] = {}
+        self.needs_salt = self.strategy == "hash" and bool(
+            combined or rules.patterns or rules.keys or rules.paths or any(
+                r[3] is not None for r in checks)) or any(
+            r[3] is not None and r[3].strategy == "hash" for r in checks) or any(
+            s == "hash" for _, s, _ in key_rules.values()) or any(
+            s == "hash" for _, _, s, _ in path_rules)
+        """Whether a rule pseudonymizes (``hash``): the cassette then needs its salt."""
+
+    def with_salt(self, salt: bytes | None) -> Redactor:
+        """The same rules, with pseudonyms keyed by ``salt``."""
+        return Redactor(self.rules, salt=salt)
+
+    # -- strategies
+
+    def _salt_bytes(self) -> bytes:
+        if self._salt is None:
+            env = os.environ.get(SALT_ENV)
+            self._salt = env.encode() if env else os.urandom(32)
+        return self._salt
+
+    def _digest(self, kind: str, value: str) -> str:
+        import hmac
+
+        return hmac.new(self._salt_bytes(), f"{kind}\0{value}".encode(), "sha256").hexdigest()
+
+    def token(self, kind: str, value: str, strategy: str, replacement: str | None = None) -> str:
+        """What a found text value becomes: ``[REDACTED]`` (or the rule's text),
+        ``<kind:3f9a1c2b>``, or ``****1111``."""
+        if strategy == "hash":
+            return f"<{kind}:{self._digest(kind, value)[:8]}>"
+        if strategy == "mask":
+            if kind == "email" and "@" in value:
+                return _MASK + value[value.index("@"):]
+            tail = [c for c in value if c.isalnum()][-4:]
+            return _MASK + "".join(tail)
+        return PLACEHOLDER if replacement is None else replacement
+
+    def _number(self, kind: str, digits: str, strategy: str) -> str:
+        """A bare JSON number's replacement, a number: 0, its last four digits, or a pseudonym
+        of as many digits that fails the Luhn check (so that no rule finds it again)."""
+        if strategy == "mask":
+            return str(int(digits[-4:]))
+        if strategy != "hash":
+            return "0"
+        h = int(self._digest(kind, digits), 16)
+        n = len(digits)
+        out = str(10 ** (n - 1) + h % (9 * 10 ** (n - 1)))
+        from .redact_packs import luhn_ok
+
+        if luhn_ok(out):
+            out = out[:-1] + str((int(out[-1]) + 1) % 10)
+        return out
+
+    def _replace_found(self, rule: Any, found: Any, m: Any, json: bool) -> Any:
+        is_bytes = isinstance(found, bytes)
+        text = found.decode("utf-8", "replace") if is_bytes else found
+        if text.startswith(_MASK) or _TOKEN.fullmatch(text):
+            return found
+        tail = ""
+        if rule.validator is not None:
+            from .redact_packs import VALIDATORS
+
+            n = VALIDATORS[rule.validator](text)
+            if n <= 0:
+                return found
+            text, tail = text[:n], text[n:]
+        strategy = rule.strategy or self.strategy
+        if json and rule.numeric and text.isdigit() and _bare_number(m.string, m.start(),
+                                                                     m.start() + len(text)):
+            out = self._number(rule.kind, text, strategy)
+        else:
+            value = text
+            if rule.validator in _COMPACT:  # the same number, however it is spaced
+                value = value.replace(" ", "").replace("-", "")
+            if json and "\\" in value:  # the value, not its JSON escapes, is what is hashed
+                try:
+                    value = orjson.loads(f'"{value}"')
+                except orjson.JSONDecodeError:
+                    pass
+            out = self.token(rule.kind, value, strategy, rule.replacement)
+        out += tail
+        return out.encode() if is_bytes else out
+
+    def _sub(self, check: tuple[Any, ...], data: Any, json: bool, placeholder: Any) -> Any:
+        rule = check[3]
+        if rule is None:
+            return check[1].sub(placeholder, data)
+        return check[1].sub(lambda m: self._replace_found(rule, m.group(0), m, json), data)
+
+    def _sub_combined(self, rx: Any, data: Any, json: bool) -> Any:
+        rules = self._combined_rules
+        return rx.sub(lambda m: self._replace_found(rules[m.lastgroup], m.group(0), m, json),
+                      data)
 
     # -- headers
 
@@ -240,7 +481,9 @@ class Redactor:
     def redact_headers(self, headers: Iterable[tuple[str, str]]) -> dict[str, str]:
         """Headers as a dict for the cassette: names lower-cased, secret values replaced (the
         scheme of ``Authorization`` kept), and every value cleared of the secrets that messages
-        are cleared of. Repeated headers are joined with ", " as HTTP allows."""
+        are cleared of (a ``WWW-Authenticate`` challenge names a scheme, not a credential: the
+        bearer and basic rules leave it alone). Repeated headers are joined with ", " as HTTP
+        allows. Idempotent: headers already redacted stay as they are."""
         out: dict[str, str] = {}
         for name, value in headers:
             lower = name.lower()
@@ -249,8 +492,25 @@ class Redactor:
                     else ""
                 value = f"{scheme} {PLACEHOLDER}" if scheme else PLACEHOLDER
             else:
-                value = self.redact_text(value)
+                value = self._redact_text(value, self._schemes if lower == "www-authenticate"
+                                          else frozenset())
             out[lower] = f"{out[lower]}, {value}" if lower in out else value
+        return out
+
+    def redact_http(self, http: Mapping[str, Any]) -> dict[str, Any]:
+        """A message's HTTP details for the cassette: headers by ``redact_headers``, every
+        other text value (a path's query string ...) by the message rules."""
+        out: dict[str, Any] = {}
+        for k, v in http.items():
+            if k == "headers" and isinstance(v, Mapping):
+                out[k] = self.redact_headers(v.items())
+            elif k == "path" and isinstance(v, str):  # the endpoint stays: replay serves it
+                path, sep, query = v.partition("?")
+                out[k] = f"{path}{sep}{self.redact_text(query)}" if sep else v
+            elif isinstance(v, str):
+                out[k] = self.redact_text(v)
+            else:
+                out[k] = v
         return out
 
     def scan_headers(self, headers: Mapping[str, Any]) -> list[str]:
@@ -281,7 +541,9 @@ class Redactor:
 
     def _redact_patterns(self, raw: bytes) -> bytes:
         for i in self._selected(raw, self._anchors_b, self._any_anchor_b):
-            raw = self._checks_b[i][1].sub(_PLACEHOLDER_B, raw)
+            raw = self._sub(self._checks_b[i], raw, True, _PLACEHOLDER_B)
+        if self._combined_b is not None:
+            raw = self._sub_combined(self._combined_b, raw, True)
         return raw
 
     def _redact_keys_and_paths(self, raw: bytes) -> bytes:
@@ -293,8 +555,14 @@ class Redactor:
         return wire.dumps(obj) if changed else raw
 
     def redact_text(self, text: str) -> str:
+        return self._redact_text(text, frozenset())
+
+    def _redact_text(self, text: str, skip: frozenset[int]) -> str:
         for i in self._selected(text, self._anchors_s, self._any_anchor_s):
-            text = self._checks_s[i][1].sub(PLACEHOLDER, text)
+            if i not in skip:
+                text = self._sub(self._checks_s[i], text, False, PLACEHOLDER)
+        if self._combined_s is not None:
+            text = self._sub_combined(self._combined_s, text, False)
         return text
 
     def _selected(self, data: Any, anchors: list[tuple[Any, int]], any_anchor: Any) -> list[int]:
@@ -319,12 +587,12 @@ class Redactor:
             for i in range(len(out) - 1):
                 if isinstance(out[i], str) and out[i].startswith("-") and \
                         _norm_key(out[i].lstrip("-")) in self._keys:
-                    out[i + 1] = PLACEHOLDER
+                    out[i + 1] = self._key_value(_norm_key(out[i].lstrip("-")), out[i + 1])
             for i, v in enumerate(out):
                 if isinstance(v, str) and v.startswith("-") and "=" in v:
-                    k, _, _ = v.partition("=")
+                    k, _, rest = v.partition("=")
                     if _norm_key(k.lstrip("-")) in self._keys:
-                        out[i] = f"{k}={PLACEHOLDER}"
+                        out[i] = f"{k}={self._key_value(_norm_key(k.lstrip('-')), rest)}"
             return out
         if isinstance(value, dict):
             return self._redact_tree(value)[1]
@@ -345,8 +613,9 @@ class Redactor:
     def _redact_tree(self, obj: Any) -> tuple[bool, Any]:
         changed = False
         if self._paths:
-            for path in self._paths:
-                new = update_path(obj, path, _placeholder_at)
+            for path, kind, strategy, replacement in self._paths:
+                new = update_path(obj, path, lambda v, k=kind, s=strategy, r=replacement:
+                                  self._value_at(v, k, s, r))
                 changed = changed or new is not obj
                 obj = new
         if self._keys:
@@ -354,14 +623,34 @@ class Redactor:
             changed = changed or hit
         return changed, obj
 
+    def _key_value(self, norm: str, v: Any) -> Any:
+        kind, strategy, replacement = self._key_rules[norm]
+        return self._value_at(v, kind, strategy, replacement)
+
+    def _value_at(self, v: Any, kind: str, strategy: str | None, replacement: str | None) -> Any:
+        """A scalar's replacement by a key or path rule (the very value when it already reads
+        as one: redacting again changes nothing); containers and null stay."""
+        if isinstance(v, (dict, list)) or v is None:
+            return v
+        strategy = strategy or self.strategy
+        if not isinstance(v, str):  # numbers have no room for a token: as replace
+            return _placeholder_at(v)
+        if strategy == "replace":
+            new = PLACEHOLDER if replacement is None else replacement
+            return v if v == new else new
+        if v.startswith(_MASK) or _TOKEN.fullmatch(v):
+            return v
+        return self.token(kind, v, strategy, replacement)
+
     def _redact_keys(self, value: Any) -> tuple[bool, Any]:
         if isinstance(value, dict):
             changed = False
             out = {}
             for k, v in value.items():
-                if _norm_key(k) in self._keys and not isinstance(v, (dict, list)) and v is not None:
-                    out[k] = placeholder_like(v)
-                    changed = True
+                norm = _norm_key(k)
+                if norm in self._keys and not isinstance(v, (dict, list)) and v is not None:
+                    out[k] = new = self._key_value(norm, v)
+                    changed = changed or new is not v
                 else:
                     hit, out[k] = self._redact_keys(v)
                     changed = changed or hit
@@ -394,10 +683,37 @@ class Redactor:
                 found.append("secret-named key")
         text = raw.decode("utf-8", "replace")
         for i in self._selected(text, self._anchors_s, self._any_anchor_s):
-            name, rx, _ = self._checks_s[i]
-            if any(PLACEHOLDER not in m.group(0) for m in rx.finditer(text)) and name not in found:
+            name, rx, _, rule = self._checks_s[i]
+            if name not in found and any(self._in_clear(rule, m.group(0))
+                                         for m in rx.finditer(text)):
                 found.append(name)
+        if self._combined_s is not None:
+            for m in self._combined_s.finditer(text):
+                rule = self._combined_rules[m.lastgroup]
+                if rule.label not in found and self._in_clear(rule, m.group(0)):
+                    found.append(rule.label)
         return found
+
+    def _in_clear(self, rule: Any, text: str) -> bool:
+        """Whether a match is a value in clear (not a placeholder, a token, or a look-alike
+        that its validator rejects)."""
+        if PLACEHOLDER in text or text.startswith(_MASK) or _TOKEN.fullmatch(text):
+            return False
+        if rule is not None and rule.validator is not None:
+            from .redact_packs import VALIDATORS
+
+            return VALIDATORS[rule.validator](text) > 0
+        return True
+
+
+_COMPACT = frozenset({"card", "iban", "luhn", "mod97"})
+_MIN_NAMED_ENV_LEN = 4
+"""``--redact-env NAME``: shorter values are not redacted (they would hit everywhere)."""
+
+
+def _path_kind(path: str) -> str:
+    words = re.findall(r"[A-Za-z0-9]+", path)
+    return words[-1].lower() if words else "value"
 
 
 def placeholder_like(value: Any) -> Any:
@@ -426,7 +742,8 @@ def _all_placeholders(value: Any, keys: frozenset[str]) -> bool:
         for k, v in value.items():
             if _norm_key(k) in keys and not isinstance(v, (dict, list)) and v is not None:
                 if not isinstance(v, bool) and v not in (0, 0.0) and not (
-                        isinstance(v, str) and PLACEHOLDER in v):  # e.g. "Bearer [REDACTED]"
+                        isinstance(v, str) and (PLACEHOLDER in v  # e.g. "Bearer [REDACTED]"
+                                                or v.startswith(_MASK) or _TOKEN.fullmatch(v))):
                     return False
             elif not _all_placeholders(v, keys):
                 return False
@@ -439,7 +756,7 @@ def _all_placeholders(value: Any, keys: frozenset[str]) -> bool:
 # --- configuration -------------------------------------------------------------------------------
 
 
-REDACT_KEYS = ("paths", "keys", "patterns", "defaults", "env")
+REDACT_KEYS = ("paths", "keys", "patterns", "defaults", "env", "packs", "strategy", "env_names")
 
 
 def _mentioned(cwd: str | os.PathLike[str], word: bytes) -> bool:
@@ -472,11 +789,40 @@ def rules_from_config(path: str | os.PathLike[str] | None = None,
         for flag in ("defaults", "env"):
             if flag in table and not isinstance(table[flag], bool):
                 raise UsageError(f"config file {p}: {flag} must be true or false")
+        strategy = table.get("strategy")
+        if strategy is not None and strategy not in STRATEGIES:
+            raise UsageError(f"config file {p}: strategy must be one of {', '.join(STRATEGIES)}")
+        bundled, files = split_packs(string_list(table, "packs", p), base=p.parent)
         rules = rules.merged(Rules(
             paths=tuple(string_list(table, "paths", p)), keys=tuple(string_list(table, "keys", p)),
             patterns=tuple(string_list(table, "patterns", p)),
-            defaults=table.get("defaults", True), env=table.get("env", True)))
+            defaults=table.get("defaults", True), env=table.get("env", True),
+            packs=bundled, user_packs=files, strategy=strategy,
+            env_names=tuple(string_list(table, "env_names", p))))
     return rules
+
+
+def split_packs(names: Sequence[str], base: str | os.PathLike[str] | None = None
+                ) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    """``--redact-pack`` values: bundled pack names, and user packs read from their TOML
+    files (a value holding a path separator or ending in ``.toml``; relative to ``base``)."""
+    bundled: list[str] = []
+    files: list[Any] = []
+    for name in names:
+        if "/" in name or os.sep in name or name.endswith(".toml"):
+            from .redact_packs import load_pack
+
+            path = name if base is None or os.path.isabs(name) else os.path.join(base, name)
+            files.append(load_pack(os.path.normpath(path) if base is not None else path))
+        else:
+            if name not in ("credentials", "pii", "paths"):
+                from .errors import UsageError
+
+                raise UsageError(f"unknown redaction pack {name!r}; bundled: credentials, pii, "
+                                 "paths (a user pack is a TOML file: ./name.toml)")
+            if name != "credentials":
+                bundled.append(name)
+    return tuple(bundled), tuple(files)
 
 
 _defaults: dict[str, Redactor] = {}

@@ -261,9 +261,14 @@ class Recorder:
             follows = self._last_client
         waits_for = self._causality.observe(seq, direction, c.kind, method, c.rpc_id, reply_to,
                                             context, c.obj)
-        http_text = orjson.dumps(http).decode() if http else None
-        if http_text is not None and self._redact is not None:
-            http_text = self._redact.redact_text(http_text)
+        if http and self._redact is not None:
+            # headers by the header rules (a WWW-Authenticate challenge is not a credential),
+            # the rest by the message rules
+            redact_http = getattr(self._redact, "redact_http", None)
+            http_text = orjson.dumps(redact_http(http)).decode() if redact_http is not None \
+                else self._redact.redact_text(orjson.dumps(http).decode())
+        else:
+            http_text = orjson.dumps(http).decode() if http else None
         size = stored.size if type(stored) is _Pieces else len(stored)
         return (sid, seq, t_ns, direction, c.kind, c.rpc_id, method, reply_to, context, follows,
                 waits_for, key, size, stored, http_text)
