@@ -13,6 +13,7 @@ import click
 
 from . import __version__
 from .errors import McprecError
+from .cli_diff import gate_options
 
 
 class McprecCommandError(click.ClickException):
@@ -684,9 +685,22 @@ def import_(dump: str, cassette: str, replace: bool) -> None:
     click.echo(f"imported {len(names)} session(s) into {cassette}: {', '.join(names)}", err=True)
 
 
-@cli.command(cls=_ServerCommand, context_settings={"ignore_unknown_options": True})
-@click.argument("cassette", type=click.Path(dir_okay=False))
+class _VerifyCommand(_ServerCommand):
+    """verify's positional arguments: with --all, the cassettes before ``--``, the server after."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["mcprec.server_args"] = (len(args) - args.index("--") - 1 if "--" in args
+                                          else None)
+        return super().parse_args(ctx, args)
+
+
+@cli.command(cls=_VerifyCommand, context_settings={"ignore_unknown_options": True})
+@click.argument("cassette", type=click.Path())
 @click.option("-s", "--session", help="The recorded session to verify against (default: latest).")
+@click.option("--all", "all_sessions", is_flag=True,
+              help="Verify every recorded session of CASSETTE, or of several cassettes (give "
+                   "them before `--`) or directories of *.db files: one summary, one exit "
+                   "status.")
 @click.option("--timeout", type=float, default=30.0, show_default=True,
               help="Seconds to wait for each answer from the server under test.")
 @click.option("--update", is_flag=True,
@@ -699,9 +713,11 @@ def import_(dump: str, cassette: str, replace: bool) -> None:
               help="TOML file with a [diff] table, as for `diff`.")
 @click.option("--fail-on-latency/--no-fail-on-latency", default=None,
               help="Count flagged latencies as a difference.")
+@gate_options
 @click.option("-f", "--format", "fmt",
-              type=click.Choice(["text", "json", "markdown", "html"]), default="text",
-              show_default=True, help="Report format (html: one self-contained page).")
+              type=click.Choice(["text", "json", "markdown", "html", "github"]), default="text",
+              show_default=True, help="Report format (html: one self-contained page; github: "
+              "workflow annotations and the Markdown, also to $GITHUB_STEP_SUMMARY).")
 @click.option("--html", "html", type=click.Path(dir_okay=False), metavar="OUT.html",
               help="Also write the report as one self-contained HTML page (a CI artifact).")
 @click.option("--color/--no-color", default=None, help="Colour the text report.")
@@ -714,41 +730,40 @@ def verify(cassette: str, session: str | None, timeout: float, update: bool, tar
            ignore: tuple[str, ...], config: str | None, fail_on_latency: bool | None, fmt: str,
            html: str | None, color: bool | None, lint_run: bool, redact_paths: tuple[str, ...],
            redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...],
-           server: tuple[str, ...]) -> None:
+           server: tuple[str, ...], all_sessions: bool = False, fail_on: str | None = None,
+           surface_only: bool | None = None, normalize: tuple[str, ...] = ()) -> None:
     """Check a new build of a server against a recording: the regression test for servers.
 
     mcprec plays the recorded client (requests in order, the server's own requests answered
     from the recording) against SERVER, records that run as a new session tagged as a
-    verification of the original, and diffs the two. Exits like `diff`: 0 same, 1 different.
+    verification of the original, and diffs the two. Exits like `diff`: 0 same, 1 different
+    (with --fail-on: a difference that severe), 2 trouble. With --all: every recorded session,
+    one summary, and 2 if any session could not be verified, else 1 if any failed.
 
     \b
       mcprec verify cassettes/weather.db -- python weather_server.py --v2
       mcprec verify cassettes/remote.db --target http://127.0.0.1:8000/mcp
+      mcprec verify --all cassettes/ --fail-on breaking --format github -- python srv.py
     """
-    from .cli_diff import _run
-    from .verify import accept, refs, run_verification
+    from .cli_diff import DiffCommandError, resolve, verify_main
 
+    extra: tuple[str, ...] = ()
+    n = click.get_current_context().meta.get("mcprec.server_args")
+    if all_sessions and n is not None:
+        extra, server = server[:len(server) - n], server[len(server) - n:]
+    elif all_sessions and target is not None:
+        extra, server = server, ()
+    if not all_sessions and os.path.isdir(cassette):
+        raise McprecCommandError(f"{cassette} is a directory; give a cassette file, or --all "
+                                 "to verify every cassette under it", 2)
     try:
-        v = run_verification(cassette, list(server), target=target, session=session,
-                             timeout=timeout,
-                             redact=_redactor(redact_paths, redact_keys, redact_patterns))
-    except McprecError as e:  # exit like diff: 2 is trouble, 1 means "different"
-        raise McprecCommandError(str(e), 2) from e
-    a, b = refs(cassette, v)
-    code = _run(a, b, ignore, config, None, None, fail_on_latency, fmt, color, html=html)
-    if v.drive.timed_out and code == 0:
-        code = 1
-    if lint_run:
-        from .lint.api import lint
-        from .lint.report import render
-
-        found = lint([cassette], session=v.new)
-        click.echo(render(found, "text"), err=True, nl=False)
-        if found.failed and code == 0:
-            code = 1
-    if update:
-        accept(cassette, v)
-        click.echo(f"mcprec: the new run is now session {v.original!r} of {cassette}", err=True)
+        gate = resolve(config, ignore, normalize, fail_on, surface_only, fail_on_latency)
+    except McprecError as e:
+        raise DiffCommandError(str(e)) from e
+    code = verify_main(cassette, extra, server, all_sessions=all_sessions, session=session,
+                       timeout=timeout, update=update, target=target, gate=gate, fmt=fmt,
+                       html=html, color=color, lint_run=lint_run,
+                       redact=_redactor(redact_paths, redact_keys, redact_patterns))
     sys.exit(code)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -238,3 +239,174 @@ def diff_command(a: str, b: str | None, ignore: tuple[str, ...], config: str | N
     """
     sys.exit(_run(a, b, ignore, config, latency_threshold, latency_min_ms, fail_on_latency,
                   fmt, color, fail_on=fail_on, surface_only=surface_only, normalize=normalize))
+
+
+# --- mcprec verify (the command's options live in cli.py) -------------------------------------
+
+
+def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], *,
+                all_sessions: bool, session: str | None, timeout: float, update: bool,
+                target: str | None, gate: Gate, fmt: str, html: str | None,
+                color: bool | None, lint_run: bool, redact: Any) -> int:
+    """Verify one session (``-s``, default the latest reference) or, with ``all_sessions``,
+    every reference session of every cassette given; report; return the exit status (0 all
+    passed, 1 a session failed the gate, 2 a session could not be verified)."""
+    from .verify import Run, expand_cassettes, reference_sessions
+
+    if not all_sessions:
+        if extra:
+            raise DiffCommandError("several cassettes need --all")
+        run = _verify_one(Path(cassette), session, server, timeout, target, gate, redact,
+                          lint_run, update, single=True)
+        emit(run.result, fmt, color, html)
+        return EXIT_DIFFERENT if run.failed else EXIT_EQUAL
+    if session is not None:
+        raise DiffCommandError("give -s SESSION or --all, not both")
+    if target is None and not server:
+        raise DiffCommandError("give the server to verify after `--`, or --target URL")
+    if fmt == "html" or html is not None:
+        raise DiffCommandError("--all makes one summary of many sessions: use --format "
+                               "text, markdown, github or json (not html)")
+    from .errors import McprecError
+
+    try:
+        cassettes = expand_cassettes([cassette, *extra])
+        plan = [(c, s) for c in cassettes for s in reference_sessions(c)]
+    except McprecError as e:
+        raise DiffCommandError(str(e)) from e
+    if not plan:
+        raise DiffCommandError("no recorded sessions to verify in "
+                               + ", ".join(str(c) for c in cassettes))
+    runs: list[Run] = []
+    for c, s in plan:
+        try:
+            runs.append(_verify_one(c, s, server, timeout, target, gate, redact, lint_run,
+                                    update, single=False))
+        except McprecError as e:
+            runs.append(Run(c, s, error=str(e)))
+        except DiffCommandError as e:
+            runs.append(Run(c, s, error=e.format_message()))
+    emit_all(runs, fmt, color)
+    if any(r.error for r in runs):
+        return EXIT_TROUBLE
+    return EXIT_DIFFERENT if any(r.failed for r in runs) else EXIT_EQUAL
+
+
+def _verify_one(cassette: Path, session: str | None, server: tuple[str, ...], timeout: float,
+                target: str | None, gate: Gate, redact: Any, lint_run: bool, update: bool, *,
+                single: bool) -> Any:
+    from .errors import McprecError
+    from .verify import Run, accept, refs, run_verification
+
+    try:
+        v = run_verification(cassette, list(server), target=target, session=session,
+                             timeout=timeout, redact=redact)
+    except McprecError as e:
+        if single:
+            raise DiffCommandError(str(e)) from e
+        raise
+    a, b = refs(cassette, v)
+    try:
+        result = gate.diff(a, b)
+    except McprecError as e:
+        raise DiffCommandError(str(e)) from e
+    run = Run(cassette, v.original, v, result)
+    run.failed = gate.exit_code(result) != EXIT_EQUAL or bool(v.drive.timed_out)
+    if lint_run:
+        from .lint.api import lint
+        from .lint.report import render
+
+        found = lint([str(cassette)], session=v.new)
+        click.echo(render(found, "text"), err=True, nl=False)
+        run.failed = run.failed or bool(found.failed)
+    if update:
+        accept(cassette, v)
+        click.echo(f"mcprec: the new run is now session {v.original!r} of {cassette}", err=True)
+    return run
+
+
+def emit_all(runs: list[Any], fmt: str, color: bool | None) -> None:
+    """The report of ``verify --all``: each session's diff, then one summary."""
+    from .diff.report import annotation, annotations, to_dict
+
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps({
+            "format": "mcprec-verify-all", "version": 1, "verdict": _overall(runs),
+            "runs": [{"cassette": str(r.cassette), "session": r.session, "status": r.status,
+                      "error": r.error, "failed": r.failed,
+                      "new_session": r.verification.new if r.verification else None,
+                      "diff": to_dict(r.result) if r.result is not None else None}
+                     for r in runs],
+        }, indent=2, default=str, ensure_ascii=False))
+        return
+    if fmt in ("markdown", "github"):
+        md = _markdown_all(runs)
+        if fmt == "markdown":
+            click.echo(md, nl=False)
+            return
+        lines: list[str] = []
+        for r in runs:
+            if r.error:
+                lines.append(annotation("error", f"mcprec verify: {r.session}", r.error,
+                                        str(r.cassette)))
+            elif r.result is not None:
+                lines += annotations(r.result, str(r.cassette))
+        github_output(lines, md)
+        return
+    use_color = sys.stdout.isatty() if color is None else color
+    for r in runs:
+        click.echo(f"=== {r.cassette}:{r.session} ===")
+        if r.error:
+            click.echo(f"mcprec: {r.error}\n")
+        else:
+            click.echo(r.result.to_text(color=use_color), nl=False, color=use_color)
+            click.echo("")
+    click.echo(_text_all(runs))
+
+
+def _overall(runs: list[Any]) -> str:
+    n = len(runs)
+    bad = sum(1 for r in runs if r.failed)
+    err = sum(1 for r in runs if r.error)
+    parts = [f"{n - bad - err} passed"] + ([f"{bad} failed"] if bad else []) + (
+        [f"{err} could not be verified"] if err else [])
+    return f"{n} session(s): " + ", ".join(parts)
+
+
+def _row(r: Any) -> tuple[str, str, str]:
+    if r.error:
+        return "ERROR", r.error, ""
+    counts = r.result.counts
+    detail = ", ".join(f"{counts[k]} {k}" for k in ("breaking", "warning", "compatible")
+                       if counts[k])
+    verdict = "FAILED" if r.failed else ("EQUAL" if r.result.equal else "passed")
+    return verdict, detail or "no differences", str(len(r.result.exchanges))
+
+
+def _text_all(runs: list[Any]) -> str:
+    out = [f"verify --all: {_overall(runs)}"]
+    for r in runs:
+        verdict, detail, _ = _row(r)
+        out.append(f"  {verdict:<7} {r.cassette}:{r.session}  {detail}")
+    return "\n".join(out)
+
+
+def _markdown_all(runs: list[Any]) -> str:
+    from .diff.report import _cell, _code
+
+    failed = any(r.failed or r.error for r in runs)
+    out = [f"## {'❌' if failed else '✅'} mcprec verify --all: {_overall(runs)}", "",
+           "| cassette | session | result | findings |", "|---|---|---|---|"]
+    for r in runs:
+        verdict, detail, _ = _row(r)
+        out.append(f"| {_cell(_code(str(r.cassette)))} | {_cell(_code(r.session))} | "
+                   f"{verdict} | {_cell(detail)} |")
+    for r in runs:
+        if r.result is None or r.result.equal:
+            continue
+        body = r.result.to_markdown()  # its title one level down, under the summary
+        out += ["", f"<details><summary>{r.cassette}:{r.session}</summary>", "",
+                "#" + body, "</details>"]
+    return "\n".join(out).rstrip() + "\n"

@@ -86,14 +86,17 @@ def _epoch_string(text: str) -> bool:
 
 
 def split_specs(values: Iterable[str]) -> list[str]:
-    """Command-line values: ``timestamps,uuids`` is two; a value with ``=`` is one
-    ``NAME=REGEX`` (its regex may hold commas)."""
+    """Command-line values: ``timestamps,uuids`` is two kinds; ``NAME=REGEX`` takes the rest
+    of its value (a regex may hold commas), so ``timestamps,order=ORD-[0-9]+`` is two."""
     out: list[str] = []
     for value in values:
-        if "=" in value:
-            out.append(value.strip())
-        else:
-            out.extend(v.strip() for v in value.split(",") if v.strip())
+        parts = value.split(",")
+        for i, part in enumerate(parts):
+            if "=" in part:
+                out.append(",".join(parts[i:]).strip())
+                break
+            if part.strip():
+                out.append(part.strip())
     return out
 
 

@@ -8,6 +8,7 @@ Environment:
   MCPREC_TEST_CLOCK_VARIANT=v2   a "new release": ``create_order`` answers status "queued"
       instead of "accepted", and ``lookup``'s description changes (models read it).
   MCPREC_TEST_CLOCK_VARIANT=v3   ``lookup`` gains a required input ``region`` (breaking).
+  MCPREC_TEST_CLOCK_VARIANT=v4   a tool ``today`` is added (compatible), nothing else changes.
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ else:
     def lookup(id: str, at: str) -> str:
         """The answer depends on neither the id nor the time: a client sends fresh ones."""
         return "record found"
+
+
+if VARIANT == "v4":
+
+    @server.tool(description="Today's date.")
+    def today() -> str:
+        return datetime.now(timezone.utc).date().isoformat()
 
 
 if __name__ == "__main__":
