@@ -27,6 +27,14 @@ class Verification:
     drive: DriveResult
 
 
+def _session_rules(redact: Redactor | None, c: Cassette, s: Any) -> Redactor:
+    """The rules given, plus those the reference session was redacted with (its manifest):
+    the new run is redacted alike, so that the two compare."""
+    from .redact_manifest import session_redactor
+
+    return session_redactor(redact, c, [s]) or default_redactor()
+
+
 def run_verification(
     cassette: str | os.PathLike[str],
     server: Sequence[str] = (),
@@ -56,7 +64,7 @@ def run_verification(
         writer = open_session_writer(
             path, name, transport="http" if target else "stdio",
             target=target if target else list(server),
-            tags={"verify_of": s.name}, redact=redact if redact is not None else default_redactor(),
+            tags={"verify_of": s.name}, redact=_session_rules(redact, c, s),
         )
         result: DriveResult | None = None
         try:

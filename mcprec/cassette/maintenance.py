@@ -37,21 +37,31 @@ class Finding:
 
 
 def redact_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> int:
-    """Apply ``redactor`` to every stored message, stderr line and session field, in place;
-    then checkpoint the WAL and VACUUM so nothing lingers in free pages. Returns the number of
-    rows changed."""
+    """Apply ``redactor``, with the rules of each session's redaction manifest, to every stored
+    message, stderr line and session field, in place; record the rules applied in each
+    session's manifest; then checkpoint the WAL and VACUUM so nothing lingers in free pages.
+    Returns the number of rows changed."""
+    from ..redact_manifest import for_recording, session_redactor
+
     changed = 0
     with Cassette.open(path) as c:
         conn = c.connection
         conn.execute("PRAGMA secure_delete = ON")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            rows = conn.execute("SELECT id, raw, http, kind, method FROM messages").fetchall()
+            per: dict[int, Any] = {}
+            manifests: dict[int, Any] = {}
+            for s in c.sessions():
+                per[s.id], manifests[s.id] = for_recording(
+                    session_redactor(redactor, c, [s]) or redactor, c)
+            rows = conn.execute(
+                "SELECT id, session_id, raw, http, kind, method FROM messages").fetchall()
             updates = []
-            for mid, raw, http, kind, method in rows:
+            for mid, sid, raw, http, kind, method in rows:
+                r = per.get(sid, redactor)
                 raw = bytes(raw)
-                new = redactor.redact(raw)
-                new_http = _redact_http(http, redactor) if http else http
+                new = r.redact(raw)
+                new_http = _redact_http(http, r) if http else http
                 if new != raw or new_http != http:
                     key = None
                     if kind == wire.REQUEST and method:
@@ -65,14 +75,17 @@ def redact_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> int:
                 updates,
             )
             changed += len(updates)
-            err_updates = [
-                (redactor.redact_text(line), i)
-                for i, line in conn.execute("SELECT id, line FROM stderr")
-                if redactor.redact_text(line) != line
-            ]
+            err_updates = []
+            for i, sid, line in conn.execute("SELECT id, session_id, line FROM stderr"):
+                new_line = per.get(sid, redactor).redact_text(line)
+                if new_line != line:
+                    err_updates.append((new_line, i))
             conn.executemany("UPDATE stderr SET line = ? WHERE id = ?", err_updates)
             changed += len(err_updates)
-            changed += _redact_sessions(conn, redactor)
+            changed += _redact_sessions(conn, per, redactor)
+            for sid, manifest in manifests.items():
+                if manifest is not None:
+                    c.set_redaction_manifest(sid, manifest)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -98,12 +111,13 @@ def _redact_http(http_text: str, redactor: _Redactor) -> str:
     return redactor.redact_text(http_text)
 
 
-def _redact_sessions(conn: Any, redactor: _Redactor) -> int:
+def _redact_sessions(conn: Any, per: dict[int, Any], default: _Redactor) -> int:
     cols = ("target", "client_info", "server_info", "client_capabilities", "server_capabilities",
             "tags")
     changed = 0
     for row in conn.execute(f"SELECT id, {', '.join(cols)} FROM sessions").fetchall():
         sid, values = row[0], row[1:]
+        redactor = per.get(sid, default)
         new_values: list[str | None] = []
         for v in values:
             if v is None:
@@ -118,33 +132,52 @@ def _redact_sessions(conn: Any, redactor: _Redactor) -> int:
     return changed
 
 
-def scan_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> list[Finding]:
-    """Likely secrets left in a cassette: in its rows, and in the raw file bytes (WAL and free
-    pages included, where deleted data can linger)."""
+def scan_cassette(path: str | os.PathLike[str], redactor: _Redactor,
+                  require: tuple[str, ...] = ()) -> list[Finding]:
+    """Likely secrets left in a cassette: in its rows (each session scanned with the rules of
+    its redaction manifest too), and in the raw file bytes (WAL and free pages included, where
+    deleted data can linger). ``require``: packs every session's manifest must name (a
+    session not redacted with one of them is a finding)."""
+    from ..redact_manifest import session_redactor
+
     findings: list[Finding] = []
     with Cassette.open(path) as c:
-        for s in c.sessions():
+        sessions = c.sessions()
+        manifests = c.redaction_manifests()
+        for s in sessions:
+            if require:
+                done = (manifests.get(s.id) or {}).get("packs") or []
+                missing = [p for p in require if p not in done]
+                if missing:
+                    how = f"redacted with {', '.join(done)}" if s.id in manifests else \
+                        "no redaction manifest (recorded before manifests, or unredacted)"
+                    findings.append(Finding(
+                        f"session {s.name!r}",
+                        (f"not redacted with pack {', '.join(missing)} ({how}); run `mcprec "
+                         f"redact --redact-pack {missing[0]} CASSETTE`",)))
+            r = session_redactor(redactor, c, [s], salted=False) or redactor
             for m in c.messages(s):
-                kinds = redactor.scan(m.raw)
+                kinds = r.scan(m.raw)
                 if m.http:
-                    kinds += [k for k in redactor.scan(orjson.dumps(m.http)) if k not in kinds]
+                    kinds += [k for k in r.scan(orjson.dumps(m.http)) if k not in kinds]
                     if isinstance(m.http.get("headers"), dict):
-                        kinds += redactor.scan_headers(m.http["headers"])
+                        kinds += r.scan_headers(m.http["headers"])
                 if kinds:
                     findings.append(Finding(
                         f"session {s.name!r} message {m.seq} ({m.method or m.kind})", tuple(kinds)))
             for e in c.stderr(s):
-                kinds = redactor.scan(e.line.encode())
+                kinds = r.scan(e.line.encode())
                 if kinds:
                     findings.append(Finding(f"session {s.name!r} stderr line", tuple(kinds)))
             head = orjson.dumps({"target": s.target, "tags": s.tags, "client": s.client_info,
                                  "server": s.server_info})
-            kinds = redactor.scan(head)
+            kinds = r.scan(head)
             if kinds:
                 findings.append(Finding(f"session {s.name!r} metadata", tuple(kinds)))
+        whole = session_redactor(redactor, c, sessions, salted=False) or redactor
     if not findings:
         for where, chunk in _file_chunks(Path(path)):
-            kinds = redactor.scan(chunk)
+            kinds = whole.scan(chunk)
             if kinds:
                 findings.append(Finding(f"{where} (deleted data left on disk; run `mcprec redact`)",
                                         tuple(kinds)))

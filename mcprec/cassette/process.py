@@ -301,10 +301,16 @@ def create_recorded_session(path: str | os.PathLike[str], name: str, *, transpor
     so that a bad cassette or a taken name fails at once."""
     from .store import Cassette
 
-    target, tags = redacted_head(redact, target, tags)
+    from ..redact_manifest import for_recording
+
     with Cassette.open(path, create=True) as c:
-        return c.create_session(name, transport=transport, target=target, tags=tags,
-                                recorder_pid=recorder_pid)
+        redact, manifest = for_recording(redact, c)  # keyed by the cassette's salt, if hashing
+        target, tags = redacted_head(redact, target, tags)
+        session = c.create_session(name, transport=transport, target=target, tags=tags,
+                                   recorder_pid=recorder_pid)
+        if manifest is not None:
+            c.set_redaction_manifest(session, manifest)
+        return session
 
 
 # --- the recorder process ------------------------------------------------------------------------
@@ -544,6 +550,10 @@ def _main(path: str) -> int:
     limit = int(rules.get("max_message_size") or DEFAULT_MAX_MESSAGE)
     warned: set[int] = set()
     cassette = Cassette.open(path, wait=False)
+    if redactor is not None and redactor.needs_salt:
+        from ..redact_manifest import recorder_salt
+
+        redactor = recorder_salt(redactor, cassette)
     cassette.connection.execute("PRAGMA wal_autocheckpoint = 0")
     live = None  # MCPREC_OTLP: spans of what is committed, built and sent by threads of its own
     if os.environ.get("MCPREC_OTLP"):

@@ -631,12 +631,17 @@ def open_session_writer(
     redact: Redactor | None = None,
 ) -> SessionWriter:
     """Create (or open) the cassette, add a session and start its writer."""
-    target, tags = redacted_head(redact, target, tags)
+    from ..redact_manifest import for_recording
+
     cassette = Cassette.open(path, create=True)
     try:
+        redact, manifest = for_recording(redact, cassette)
+        target, tags = redacted_head(redact, target, tags)
         session = cassette.create_session(
             name, transport=transport, target=target, tags=tags, recorder_pid=os.getpid()
         )
+        if manifest is not None:
+            cassette.set_redaction_manifest(session, manifest)
     except BaseException:
         cassette.close()
         raise

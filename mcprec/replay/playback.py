@@ -183,6 +183,10 @@ class Playback:
         # (the default redactor is built at the first request that needs it: ~30 ms of regular
         # expressions and config that an initialize answer never needs)
         self._redact: Any = redact
+        if cassette is not None:  # the rules the recording was redacted with (its manifest)
+            from ..redact_manifest import session_redactor
+
+            self._redact = session_redactor(redact, cassette, sessions)
         self._server_stderr = server_stderr
         self._label = label
         self._on_unmatched = unmatched
