@@ -71,8 +71,40 @@ def _parse_tags(values: tuple[str, ...]) -> dict[str, str]:
 CASSETTE_HELP = "Cassette file (SQLite). Default: $MCPREC_CASSETTE or cassettes/<server>.db."
 
 
+_REDACT_META = "mcprec.redact"
+
+
+def _redact_option(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Packs, strategy and env names reach ``_redactor`` through the context, so that the
+    commands' signatures stay as they are."""
+    ctx.meta.setdefault(_REDACT_META, {})[param.name] = value
+    return value
+
+
 def redaction_options(f: Any) -> Any:
-    """--redact-path / --redact-key / --redact-pattern, shared by every command that redacts."""
+    """--redact-path / --redact-key / --redact-pattern / --redact-pack / --redact-strategy /
+    --redact-env / --no-default-redactions, shared by every command that redacts."""
+    f = click.option("--no-default-redactions", "no_default_redactions", is_flag=True,
+                     expose_value=False, callback=_redact_option,
+                     help="Turn the credentials pack (the default rules) off; the packs and "
+                          "rules given still apply.")(f)
+    f = click.option("--redact-env", "redact_env", multiple=True, metavar="NAME",
+                     expose_value=False, callback=_redact_option,
+                     help="Also redact the value of the environment variable NAME, whatever "
+                          "its name (repeatable; the name is kept in the manifest, the value "
+                          "never).")(f)
+    f = click.option("--redact-strategy", "redact_strategy",
+                     type=click.Choice(["replace", "hash", "mask"]), expose_value=False,
+                     callback=_redact_option,
+                     help="How rules without a strategy of their own replace what they find: "
+                          "replace ([REDACTED]), hash (a stable pseudonym such as "
+                          "<email:3f9a1c2b>) or mask (****1111). Credentials are always "
+                          "replaced.")(f)
+    f = click.option("--redact-pack", "redact_packs", multiple=True, metavar="PACK|FILE",
+                     expose_value=False, callback=_redact_option,
+                     help="Also apply a pack of rules: pii (emails, phones, IP addresses, "
+                          "IBANs, card numbers, SSNs, JWTs, private keys), paths (home and "
+                          "absolute paths), or a TOML file of your own (repeatable).")(f)
     f = click.option("--redact-pattern", "redact_patterns", multiple=True, metavar="REGEX",
                      help="Also redact what this regular expression matches (repeatable).")(f)
     f = click.option("--redact-key", "redact_keys", multiple=True, metavar="NAME",
@@ -84,10 +116,17 @@ def redaction_options(f: Any) -> Any:
 
 
 def _redactor(paths: tuple[str, ...], keys: tuple[str, ...], patterns: tuple[str, ...]) -> Any:
-    """Defaults + the project's config file + the command line."""
-    from .redact import Redactor, Rules, rules_from_config
+    """Defaults + the project's config file + the command line. (Replay, verify, redact and
+    scan add each session's own rules, from its redaction manifest.)"""
+    from .redact import Redactor, Rules, rules_from_config, split_packs
 
-    return Redactor(rules_from_config().merged(Rules(paths=paths, keys=keys, patterns=patterns)))
+    ctx = click.get_current_context(silent=True)
+    more = ctx.meta.get(_REDACT_META, {}) if ctx is not None else {}
+    packs, files = split_packs(more.get("redact_packs") or ())
+    return Redactor(rules_from_config().merged(Rules(
+        paths=paths, keys=keys, patterns=patterns, packs=packs, user_packs=files,
+        strategy=more.get("redact_strategy"), env_names=more.get("redact_env") or (),
+        defaults=not more.get("no_default_redactions"))))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -457,7 +496,8 @@ def redact(cassette: str, redact_paths: tuple[str, ...], redact_keys: tuple[str,
     """Redact secrets in CASSETTE in place (then VACUUM, so nothing lingers on disk).
 
     Applies the default rules, those of [tool.mcprec.redact] in pyproject.toml or [redact] in
-    mcprec.toml, and the options given. Redacted requests still match during replay.
+    mcprec.toml, each session's redaction manifest, and the options given; the manifests then
+    name the packs applied. Redacted requests still match during replay.
     """
     from .cassette.maintenance import redact_cassette
 
@@ -467,24 +507,39 @@ def redact(cassette: str, redact_paths: tuple[str, ...], redact_keys: tuple[str,
 
 @cli.command()
 @click.argument("cassettes", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--require-redaction", "require", multiple=True, metavar="PACK",
+              help="Also fail for any session whose redaction manifest does not name this "
+                   "pack (credentials, pii, paths, or a user pack's name; repeatable): the CI "
+                   "gate.")
 @redaction_options
-def scan(cassettes: tuple[str, ...], redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
-         redact_patterns: tuple[str, ...]) -> None:
-    """Report likely secrets left in CASSETTES; exit 1 if any (usable as a pre-commit hook)."""
+def scan(cassettes: tuple[str, ...], require: tuple[str, ...], redact_paths: tuple[str, ...],
+         redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...]) -> None:
+    """Report likely secrets left in CASSETTES; exit 1 if any (usable as a pre-commit hook).
+
+    Each session is also scanned with the rules of its redaction manifest (the packs it was
+    recorded with)."""
     from .cassette.maintenance import scan_cassette
 
     redactor = _redactor(redact_paths, redact_keys, redact_patterns)
     dirty = 0
     for path in cassettes:
-        findings = scan_cassette(path, redactor)
+        findings = scan_cassette(path, redactor, require)
         for f in findings:
             click.echo(f"{path}: {f.where}: {', '.join(f.kinds)}")
         dirty += bool(findings)
     if dirty:
-        click.echo(f"mcprec: likely secrets in {dirty} cassette(s); run `mcprec redact CASSETTE`",
+        what = "likely secrets, or sessions not redacted as required," if require else             "likely secrets"
+        click.echo(f"mcprec: {what} in {dirty} cassette(s); run `mcprec redact CASSETTE`",
                    err=True)
         sys.exit(1)
     click.echo(f"no secrets found in {len(cassettes)} cassette(s)", err=True)
+
+
+def _session_json(s: Any, redaction: dict[int, Any]) -> dict[str, Any]:
+    """A session for `sessions --json`, with its redaction manifest (null: none recorded)."""
+    from .timeline import session_dict
+
+    return {**session_dict(s), "redaction": redaction.get(s.id)}
 
 
 @cli.command()
@@ -499,11 +554,12 @@ def sessions(cassette: str, as_json: bool) -> None:
 
     with open_cassette(cassette) as c:
         found = c.sessions()
+        redaction = c.redaction_manifests()
         unanswered = unanswered_counts(c)
     if as_json:
         import orjson
 
-        click.echo(orjson.dumps([{**session_dict(s), "unanswered": unanswered.get(s.id, 0)}
+        click.echo(orjson.dumps([{**_session_json(s, redaction), "unanswered": unanswered.get(s.id, 0)}
                                  for s in found], option=orjson.OPT_INDENT_2))
     elif not found:
         click.echo(f"{cassette}: no sessions")
@@ -561,6 +617,11 @@ def show(cassette: str, session: str | None, as_json: bool, body: bool, with_std
                 f"server {server}  protocol {s.protocol_version or '?'}  "
                 f"{s.message_count} messages  {human_duration_ns(s.duration_ns)}"
             )
+            manifest = c.redaction_manifests([s]).get(s.id)
+            if manifest is not None:
+                from .redact_manifest import describe
+
+                click.echo(f"redaction {describe(manifest)}")
         shown = 0
         for m, latency in timeline(c, s):
             if keep is not None and not keep(m):
