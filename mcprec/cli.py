@@ -13,6 +13,7 @@ import click
 
 from . import __version__
 from .errors import McprecError
+from .modes import MODES
 from .cli_diff import gate_options
 
 
@@ -376,7 +377,7 @@ def _timing(value: str) -> float | None:
 @click.option("-s", "--session", help="Session to replay (default: each client gets the "
               "recorded session its traffic matches; see docs/replay.md).",
               envvar="MCPREC_SESSION")
-@click.option("-m", "--mode", type=click.Choice(["none", "once", "new_episodes", "all"]),
+@click.option("-m", "--mode", type=click.Choice(MODES),
               default="none", show_default=True, envvar="MCPREC_MODE",
               help="none: replay only. once: record if missing, else replay. new_episodes: "
                    "replay, and pass unmatched requests to the server after `--`, appending them. "

@@ -27,7 +27,7 @@ from .errors import CassetteError, UsageError
 from .wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 
 EXPORT_VERSION = 1
-_DIR_SHORT = {CLIENT_TO_SERVER: "c2s", SERVER_TO_CLIENT: "s2c"}
+_DIR_SHORT: dict[str, str] = {CLIENT_TO_SERVER: "c2s", SERVER_TO_CLIENT: "s2c"}
 _DIR_LONG = {v: k for k, v in _DIR_SHORT.items()}
 _SESSION_FIELDS = (
     "name", "transport", "target", "started_at", "ended_at", "status", "exit_code",

@@ -29,11 +29,11 @@ from typing import Any
 
 import pytest
 
-from .errors import ReplayError, SessionNotFoundError
+from .errors import ReplayError, SessionNotFoundError, UsageError
 from .matching import MatchOptions
+from .modes import MODES, Mode
 
 DEFAULT_SESSION = "default"
-MODES = ("none", "once", "new_episodes", "all")  # mcprec.replay's, which pytest need not load
 _MARKER_KEYS = {"cassette", "session", "server", "target", "mode", "assert_all_played",
                 "allow_unmatched", "ignore", "strict_order", "repeat", "timing", "faults",
                 "seed", "normalize"}
@@ -71,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     record_mode(config, None)  # a bad $MCPREC_MODE or ini value stops the run at once
 
 
-def record_mode(config: pytest.Config, marker_mode: str | None) -> str:
+def record_mode(config: pytest.Config, marker_mode: str | None) -> Mode:
     """A test's record mode: ``--mcprec-mode``, else ``$MCPREC_MODE``, else the marker's
     ``mode``, else the ini option ``mcprec_mode``, else ``none``."""
     for source, value in (("--mcprec-mode", config.getoption("mcprec_mode")),
@@ -79,11 +79,11 @@ def record_mode(config: pytest.Config, marker_mode: str | None) -> str:
                           ("the mcprec marker's mode", marker_mode),
                           ("the ini option mcprec_mode", config.getini("mcprec_mode"))):
         if value:
-            if value not in MODES:
-                raise pytest.UsageError(f"mcprec: {source} is {value!r}; choose one of "
-                                        f"{', '.join(MODES)}")
-            return str(value)
-    return "none"
+            try:
+                return Mode.parse(value, source)
+            except UsageError as e:
+                raise pytest.UsageError(f"mcprec: {e}") from None
+    return Mode.NONE
 
 
 def _faults(kwargs: dict[str, Any]) -> tuple[str, ...]:
@@ -127,7 +127,7 @@ def mcprec_cassette(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture
-def mcprec_mode(request: pytest.FixtureRequest) -> str:
+def mcprec_mode(request: pytest.FixtureRequest) -> Mode:
     """The record mode for this test (``record_mode``)."""
     return record_mode(request.config, _marker_kwargs(request).get("mode"))
 
@@ -283,7 +283,7 @@ def _fixture_or_none(request: pytest.FixtureRequest, name: str) -> Any:
 
 @pytest.fixture
 def mcprec_server(
-    request: pytest.FixtureRequest, mcprec_cassette: Path, mcprec_mode: str,
+    request: pytest.FixtureRequest, mcprec_cassette: Path, mcprec_mode: Mode,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Any]:
     """A ``ReplayServer``: ``.params`` for the mcp SDK's ``stdio_client``, ``.argv`` for others."""
@@ -292,23 +292,24 @@ def mcprec_server(
 
     kwargs = _marker_kwargs(request)
     cassette, mode = mcprec_cassette, mcprec_mode
-    if mode == "none":
+    if mode is Mode.NONE:
         _require_cassette(request, cassette, "record it with --mcprec-mode=once (and give the "
                           "real server with @pytest.mark.mcprec(server=[...]))")
     # recording modes name what they record; plain replay takes the latest session
-    session = kwargs.get("session") or (DEFAULT_SESSION if mode != "none" else None)
+    session = kwargs.get("session") or (DEFAULT_SESSION if mode.may_record else None)
     existed = cassette.exists()
     with contextlib.ExitStack() as lock:
         recording = needs_recording(cassette, session, mode)
-        if recording or mode == "new_episodes":
+        if recording or mode is Mode.NEW_EPISODES:
             lock.enter_context(cassette_lock(cassette))
             recording = needs_recording(cassette, session, mode)  # by another worker meanwhile?
-            if not recording and mode == "once":
+            if not recording and mode is Mode.ONCE:
                 lock.close()  # recorded while we waited: replay it like any other test
         server = kwargs.get("server") or _fixture_or_none(request, "mcprec_real_server")
-        if server is None and (recording or mode == "new_episodes"):
+        if server is None and (recording or mode is Mode.NEW_EPISODES):
             pytest.fail(
-                f"mcprec: mode {mode!r} needs the real server to record {cassette}; give it "
+                f"mcprec: mode {mode.value!r} needs the real server to record {cassette}; "
+                "give it "
                 "with @pytest.mark.mcprec(server=[...]) or a mcprec_real_server fixture",
                 pytrace=False,
             )
@@ -345,7 +346,7 @@ def mcprec_server(
 
 @pytest.fixture
 def mcprec_http_server(
-    request: pytest.FixtureRequest, mcprec_cassette: Path, mcprec_mode: str,
+    request: pytest.FixtureRequest, mcprec_cassette: Path, mcprec_mode: Mode,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Any]:
     """A running ``mcprec replay --http`` for this test's cassette or, when the mode records, a
@@ -358,9 +359,9 @@ def mcprec_http_server(
     session = kwargs.get("session") or DEFAULT_SESSION
     existed = cassette.exists()
     # replay --http does not forward yet: new_episodes records what is missing, as once does
-    as_mode = "all" if mode == "all" else "once"
+    as_mode = Mode.ALL if mode is Mode.ALL else Mode.ONCE
     with contextlib.ExitStack() as lock:
-        recording = mode != "none" and needs_recording(cassette, session, as_mode)
+        recording = mode.may_record and needs_recording(cassette, session, as_mode)
         if recording:
             lock.enter_context(cassette_lock(cassette))
             recording = needs_recording(cassette, session, as_mode)  # by another worker?

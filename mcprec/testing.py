@@ -29,13 +29,14 @@ import orjson
 
 from .errors import McprecError, ReplayError, ServerStartError
 from .matching import MatchOptions
+from .modes import Mode
 
 
 def replay_args(
     cassette: str | os.PathLike[str],
     *,
     session: str | None = None,
-    mode: str = "none",
+    mode: str | Mode = Mode.NONE,
     options: MatchOptions | None = None,
     timing: str = "none",
     report_path: str | os.PathLike[str] | None = None,
@@ -51,8 +52,9 @@ def replay_args(
         raise ValueError("custom matcher callables work in-process only (replay_streams)")
     args = ["replay", str(cassette)]
     # `none` is said only to overrule a $MCPREC_MODE the replay would otherwise read
-    if mode != "none" or os.environ.get("MCPREC_MODE", "none") != "none":
-        args += ["--mode", mode]
+    mode = Mode.parse(mode)
+    if mode is not Mode.NONE or os.environ.get("MCPREC_MODE", "none") != "none":
+        args += ["--mode", mode.value]
     if session:
         args += ["--session", session]
     if timing != "none":
@@ -82,7 +84,7 @@ class ReplayServer:
 
     cassette: Path
     session: str | None = None
-    mode: str = "none"
+    mode: str | Mode = Mode.NONE
     server: Sequence[str] = ()
     options: MatchOptions = field(default_factory=MatchOptions)
     timing: str = "none"
@@ -107,7 +109,7 @@ class ReplayServer:
             self.cassette, session=self.session, mode=self.mode, options=self.options,
             timing=self.timing, report_path=self.report_path,
             allow_unmatched=self.allow_unmatched, faults=self.faults, seed=self.seed)]
-        if self.server and self.mode != "none":  # replay alone never starts it
+        if self.server and Mode.parse(self.mode).may_record:  # replay alone never starts it
             args += ["--", *self.server]
         return args
 
@@ -146,7 +148,7 @@ def replay_server(
     cassette: str | os.PathLike[str],
     *,
     session: str | None = None,
-    mode: str = "none",
+    mode: str | Mode = Mode.NONE,
     server: Sequence[str] = (),
     options: MatchOptions | None = None,
     timing: str = "none",

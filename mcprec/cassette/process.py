@@ -42,7 +42,7 @@ from .writer import AUTO, redacted_head
 _HEAD = struct.Struct("<BBIQI")
 CHUNK, EOF, MESSAGE, STDERR, SYNC, CLOSE = range(6)
 _DIRS = (wire.CLIENT_TO_SERVER, wire.SERVER_TO_CLIENT)
-_DIR_CODE = {d: i for i, d in enumerate(_DIRS)}
+_DIR_CODE: dict[str, int] = {d: i for i, d in enumerate(_DIRS)}
 
 DEFAULT_MAX_MESSAGE = 256 * 1024 * 1024
 """Longer messages are forwarded whole but recorded as their first this-many bytes."""

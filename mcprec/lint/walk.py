@@ -21,8 +21,8 @@ from .model import Finding, RULES
 from .schemas import CLIENT, SERVER, Spec, closest_known, is_stateless, spec
 
 C2S, S2C = wire.CLIENT_TO_SERVER, wire.SERVER_TO_CLIENT
-SIDE = {C2S: CLIENT, S2C: SERVER}
-OTHER = {C2S: S2C, S2C: C2S}
+SIDE: dict[str, str] = {C2S: CLIENT, S2C: SERVER}
+OTHER: dict[str, str] = {C2S: S2C, S2C: C2S}
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPS_KEY = "io.modelcontextprotocol/clientCapabilities"
 

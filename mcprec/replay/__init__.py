@@ -12,19 +12,17 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from .. import _log
 from ..cassette import Cassette
 from ..errors import SessionNotFoundError, UsageError
 from ..matching import MatchOptions
+from ..modes import MODES, Mode
 from .playback import Playback, candidates
 
 if TYPE_CHECKING:
     from .engine import AsyncPlayback
-
-Mode = Literal["none", "once", "new_episodes", "all"]
-MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all")
 
 __all__ = ["MODES", "AsyncPlayback", "MatchOptions", "Mode", "Playback", "needs_recording",
            "replay_http", "replay_stdio"]
@@ -38,11 +36,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'mcprec.replay' has no attribute {name!r}")
 
 
-def needs_recording(path: Path, session: str | None, mode: str) -> bool:
+def needs_recording(path: Path, session: str | None, mode: str | Mode) -> bool:
     """Whether ``mode`` means recording (rather than replaying) for this cassette and session."""
-    if mode == "all":
+    mode = Mode.parse(mode)
+    if mode is Mode.ALL:
         return True
-    if mode not in ("once", "new_episodes"):
+    if mode not in (Mode.ONCE, Mode.NEW_EPISODES):
         return False
     if not path.exists() or path.stat().st_size == 0:
         return True
@@ -60,7 +59,7 @@ def replay_stdio(
     cassette: str | os.PathLike[str],
     *,
     session: str | None = None,
-    mode: str = "none",
+    mode: str | Mode = Mode.NONE,
     server: Sequence[str] = (),
     options: MatchOptions | None = None,
     timing: float | None = None,
@@ -77,18 +76,17 @@ def replay_stdio(
     ``allow_unmatched``); the recorded server's exit code when the recording ends with it; the
     server's exit code when the mode meant recording.
     """
-    if mode not in MODES:
-        raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    mode = Mode.parse(mode)
     path = Path(cassette)
     if needs_recording(path, session, mode):
         if not server:
             raise UsageError(
-                f"mode {mode!r} needs to record {path} but no server command was given; "
+                f"mode {mode.value!r} needs to record {path} but no server command was given; "
                 "add it after `--`"
             )
         from ..record import record_stdio
 
-        if mode == "all" and session is not None and path.exists():
+        if mode is Mode.ALL and session is not None and path.exists():
             with Cassette.open(path) as c:
                 if any(s.name == session for s in c.sessions()):
                     c.delete_session(session)
@@ -99,7 +97,7 @@ def replay_stdio(
         found = candidates(c, session)
         s = found[0]
         live = None
-        if mode == "new_episodes":
+        if mode is Mode.NEW_EPISODES:
             if not server:
                 raise UsageError("mode 'new_episodes' needs the real server command after `--`")
             from .live import LiveServer
