@@ -119,10 +119,6 @@ class AsyncPlayback:
     def gone(self) -> bool:
         return self.playback.gone
 
-    @property
-    def client_answers(self) -> list[tuple[Message, dict[str, Any]]]:
-        return self.playback.client_answers
-
     def unplayed(self) -> list[Message]:
         return self.playback.unplayed()
 

@@ -224,7 +224,6 @@ class Playback:
         self._stderr_lines: dict[int, list[Any]] = {}
         self._stderr_next: dict[int, int] = {}
         self._unplayed: list[Message] | None = None
-        self.client_answers: list[tuple[Message, dict[str, Any]]] = []
         self.ended = False
         """True when the recording ends here: the server exited while handling a request.
         The driver then closes the connection (stdio: exits with ``exit_code``)."""
@@ -821,7 +820,6 @@ class Playback:
                          related: str | None) -> None:
         """The client's answer to a replayed server request: release what waited for it, then
         play what the server sent on its own after it."""
-        self.client_answers.append((m, answer))
         recorded = self.cassette.answer(self.session, m.seq)
         if recorded is None:
             return
