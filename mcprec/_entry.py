@@ -13,20 +13,6 @@ _DEFAULTS = frozenset({("-m", "none"), ("--mode", "none"), ("--timing", "none"),
                        ("--repeat", "last"), ("--protocol-version", "recorded")})
 
 
-def _configured_faults() -> bool:
-    """Whether a config file here may hold replay faults (read by the full command line only;
-    a substring test costs far less than parsing TOML)."""
-    for name in ("mcprec.toml", "pyproject.toml"):
-        try:
-            with open(name, "rb") as f:
-                data = f.read()
-            if b"faults" in data or b"normaliz" in data:  # replay faults or normalizers
-                return True
-        except OSError:
-            continue
-    return False
-
-
 def _fast_replay(args: list[str]) -> int | None:
     """``mcprec replay CASSETTE [-s NAME] [--report FILE] [--allow-unmatched]
     [--protocol-version rewrite]``, the form test
@@ -38,7 +24,9 @@ def _fast_replay(args: list[str]) -> int | None:
     cassette, rest = args[0], args[1:]
     if os.path.isdir(cassette):
         return None  # the full command line says so, as a usage error
-    if _configured_faults():
+    from .config import mentions
+
+    if mentions(b"faults", b"normaliz"):  # replay settings the full command line reads
         return None
     session, report, allow = os.environ.get("MCPREC_SESSION"), None, False
     version = "recorded"

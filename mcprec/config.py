@@ -13,6 +13,21 @@ NO_TOML = "reading TOML needs Python 3.11+ or the tomli package (pip install tom
 SOURCES = (("mcprec.toml", ()), ("pyproject.toml", ("tool", "mcprec")))
 
 
+def mentions(*words: bytes, cwd: str | os.PathLike[str] = ".") -> bool:
+    """Whether ./mcprec.toml or ./pyproject.toml holds any of ``words`` at all: a substring
+    test, far cheaper than parsing TOML (~10 ms), so that start-up parses only a file that may
+    matter."""
+    for name, _ in SOURCES:
+        try:
+            with open(os.path.join(cwd, name), "rb") as f:
+                data = f.read()
+            if any(w in data for w in words):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def _toml_module() -> Any:
     """tomllib (or tomli on Python 3.10), imported only when there is a file to read."""
     try:

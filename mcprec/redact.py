@@ -759,26 +759,15 @@ def _all_placeholders(value: Any, keys: frozenset[str]) -> bool:
 REDACT_KEYS = ("paths", "keys", "patterns", "defaults", "env", "packs", "strategy", "env_names")
 
 
-def _mentioned(cwd: str | os.PathLike[str], word: bytes) -> bool:
-    """Whether ./mcprec.toml or ./pyproject.toml holds ``word`` at all."""
-    for name in ("mcprec.toml", "pyproject.toml"):
-        try:
-            with open(os.path.join(cwd, name), "rb") as f:
-                if word in f.read():
-                    return True
-        except OSError:
-            continue
-    return False
-
-
 def rules_from_config(path: str | os.PathLike[str] | None = None,
                       cwd: str | os.PathLike[str] = ".") -> Rules:
     """Rules from ``[redact]`` in ./mcprec.toml and ``[tool.mcprec.redact]`` in ./pyproject.toml
     (lists add up; ``defaults`` / ``env`` turned off by either file stay off)."""
     rules = Rules()
-    if path is None and not _mentioned(cwd, b"redact"):
+    from .config import mentions, sections, string_list
+
+    if path is None and not mentions(b"redact", cwd=cwd):
         return rules  # no file here says a word of redaction: no TOML to parse (~10 ms)
-    from .config import sections, string_list
     from .errors import UsageError
 
     for p, table in sections("redact", path, cwd):
