@@ -506,7 +506,7 @@ class Redactor:
                 out[k] = self.redact_headers(v.items())
             elif k == "path" and isinstance(v, str):  # the endpoint stays: replay serves it
                 path, sep, query = v.partition("?")
-                out[k] = f"{path}{sep}{self.redact_text(query)}" if sep else v
+                out[k] = path + self.redact_text(sep + query) if sep else v
             elif isinstance(v, str):
                 out[k] = self.redact_text(v)
             else:

@@ -51,6 +51,19 @@ def recorder_salt(redact: Any, cassette: Any) -> Any:
     return redact.with_salt(cassette.redaction_salt(create=True))
 
 
+def salted_for(redact: Any, path: Any) -> Any:
+    """``redact`` keyed by the salt of the cassette at ``path`` (made if it has none), when a
+    rule pseudonymizes and neither ``$MCPREC_REDACT_SALT`` nor a salt of its own keys it: for
+    what is redacted outside the session's writer (the recording proxy's headers)."""
+    if not getattr(redact, "needs_salt", False) or os.environ.get(SALT_ENV) or getattr(
+            redact, "_salt", None) is not None:
+        return redact
+    from .cassette import Cassette
+
+    with Cassette.open(path, create=True) as c:
+        return redact.with_salt(c.redaction_salt(create=True))
+
+
 def rules_from_manifest(manifest: Mapping[str, Any], *, cassette_path: Any = None,
                         session: str | None = None) -> Rules:
     """The rules a manifest names. Each user pack is read again from its file, which must hold

@@ -201,11 +201,11 @@ _SSN = r"(?<![0-9A-Za-z_.-])[0-9]{3}-[0-9]{2}-[0-9]{4}(?![0-9A-Za-z_]|[.-][0-9])
 _JWT = r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
 _PEM = (r"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\s\\n]*?-----END [A-Z ]*PRIVATE "
         r"KEY-----")
-_SEG = r"[A-Za-z0-9._@%+=,~-]"
-_HOME = (r"(?<![0-9A-Za-z_.~\\-])(?:/home|/Users)/[A-Za-z0-9._-]+(?:/" + _SEG + r"+)*/?"
+_SEG = r"[A-Za-z0-9._@%+=~-]"  # no comma: "see /etc/x, then" ends at the comma
+_HOME = (r"(?<![0-9A-Za-z_.~\\-])(?:/home|/Users)/[A-Za-z0-9._-]+(?:/" + _SEG + r"+)*/?(?<!\.)"
          r"|(?<![0-9A-Za-z_])[A-Za-z]:(?:\\\\|\\)(?:Users|Documents and Settings)(?:\\\\|\\)"
          r"[^\\\"\s]+(?:(?:\\\\|\\)[^\\\"\s]+)*")
-_PATH = r"(?<![0-9A-Za-z_.~:\\-])(?<!:/)/(?:" + _SEG + r"+/)+" + _SEG + r"*"
+_PATH = r"(?<![0-9A-Za-z_.~:\\-])(?<!:/)/(?:" + _SEG + r"+/)+" + _SEG + r"*(?<!\.)"
 
 PACKS: dict[str, tuple[PatternRule, ...]] = {
     "pii": (

@@ -137,9 +137,15 @@ def scan_cassette(path: str | os.PathLike[str], redactor: _Redactor,
     """Likely secrets left in a cassette: in its rows (each session scanned with the rules of
     its redaction manifest too), and in the raw file bytes (WAL and free pages included, where
     deleted data can linger). ``require``: packs every session's manifest must name (a
-    session not redacted with one of them is a finding)."""
+    session not redacted with one of them is a finding); a bundled one is also scanned for."""
     from ..redact_manifest import session_redactor
 
+    bundled = tuple(p for p in require if p in ("pii", "paths"))
+    rules = getattr(redactor, "rules", None)
+    if bundled and rules is not None:  # a pack required is a pack scanned for
+        from ..redact import Redactor, Rules
+
+        redactor = Redactor(rules.merged(Rules(packs=bundled)))
     findings: list[Finding] = []
     with Cassette.open(path) as c:
         sessions = c.sessions()

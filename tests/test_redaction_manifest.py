@@ -1,0 +1,198 @@
+"""The redaction manifest: a session keeps the rules that redacted it, so that replay, verify,
+redact and scan apply them again without flags; the salt of pseudonyms stays in the cassette,
+never printed; ``scan --require-redaction`` is the CI gate. Real servers, real processes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+from helpers import MCPREC, run_client, run_mcprec
+from test_redact_packs import EMAIL, PII, PII_SERVER, _calls, answer, on_disk, record_pii
+
+
+def replay_calls(cassette: Path, *flags: str, env: dict[str, str] | None = None) -> dict:
+    """The pii calls played against ``mcprec replay CASSETTE FLAGS``: what the client got."""
+    return run_client([*MCPREC, "replay", str(cassette), *flags], _calls, env=env).results
+
+
+def manifest(cassette: Path) -> dict:
+    with sqlite3.connect(cassette) as conn:
+        return json.loads(conn.execute("SELECT manifest FROM session_redaction").fetchone()[0])
+
+
+def salt(cassette: Path) -> bytes | None:
+    with sqlite3.connect(cassette) as conn:
+        row = conn.execute("SELECT salt FROM redaction_salt").fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def test_replay_with_no_flags_applies_the_recorded_rules(tmp_path: Path) -> None:
+    """Hashed pii requests match in replay without repeating a flag, fast path and full CLI."""
+    cassette = tmp_path / "c.db"
+    record_pii(cassette, "--redact-pack", "pii", "--redact-strategy", "hash")
+    m = manifest(cassette)
+    assert m["packs"] == ["credentials", "pii"] and m["strategy"] == "hash"
+    assert m["salt"] == "cassette" and len(salt(cassette) or b"") == 32
+    for flags in ((), ("--strict-order",)):  # the click-free entry, then the full command line
+        got = replay_calls(cassette, *flags)
+        token = got["lookup"]["structuredContent"]["asked"]
+        assert token.startswith("<email:") and EMAIL not in json.dumps(got)
+        assert got["account"]["content"][0]["text"].startswith("account <iban:")
+    # without the manifest's rules the same client would not match: prove the manifest is used
+    with sqlite3.connect(cassette) as conn:
+        conn.execute("DELETE FROM session_redaction")
+    plain = run_client([*MCPREC, "replay", str(cassette), "--report", str(tmp_path / "r.json")],
+                       _lookup_only)
+    assert plain.results["error"], "a clear email cannot match a hashed recording"
+
+
+async def _lookup_only(s, run) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    try:
+        await s.call_tool("lookup_customer", {"email": EMAIL})
+    except MCPError as e:
+        run.results["error"] = "no recorded response matches" in str(e)
+    else:
+        run.results["error"] = False
+
+
+def test_manifest_is_printed_and_the_salt_never(tmp_path: Path) -> None:
+    """sessions --json and show print the manifest; no output shows the salt."""
+    cassette = tmp_path / "c.db"
+    record_pii(cassette, "--redact-pack", "pii", "--redact-pack", "paths",
+               "--redact-strategy", "hash", "--redact-env", "CRM_DB_HOST",
+               env={"CRM_DB_HOST": "db7.internal.example"})
+    listed = run_mcprec("sessions", str(cassette), "--json")
+    assert listed.returncode == 0, listed.stderr
+    red = json.loads(listed.stdout)[0]["redaction"]
+    assert red["packs"] == ["credentials", "pii", "paths"]
+    assert red["env_names"] == ["CRM_DB_HOST"] and red["salt"] == "cassette"
+    shown = run_mcprec("show", str(cassette), "--body")
+    assert b"redaction credentials, pii, paths (hash)" in shown.stdout
+    key = salt(cassette)
+    assert key is not None
+    exported = run_mcprec("export", str(cassette))
+    for out in (listed.stdout, shown.stdout, exported.stdout):
+        assert key.hex().encode() not in out and key not in out
+        assert b"db7.internal.example" not in out
+    assert b"db7.internal.example" not in on_disk(cassette)
+
+
+def test_user_pack_file_missing_or_changed_is_a_one_line_error(tmp_path: Path) -> None:
+    """Replay, redact and scan name the user pack whose file is gone or differs, and exit 2."""
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "crm.toml").write_text('[[rules]]\nkind = "customer"\npattern = "CUST-[0-9]{6}"\n')
+    cassette = work / "c.db"
+    run_client([*MCPREC, "record", "-c", str(cassette), "-s", "s1", "--redact-pack", "crm.toml",
+                "--", *PII_SERVER], _calls, cwd=work)
+    m = manifest(cassette)
+    assert m["packs"] == ["credentials", "crm"]
+    assert m["user_packs"][0]["file"] == "crm.toml" and len(m["user_packs"][0]["sha256"]) == 64
+    assert "CUST-004211" not in json.dumps(answer(cassette, "lookup_customer"))
+    # found next to the cassette from elsewhere too: replay matches
+    assert replay_calls(cassette)["lookup"]["structuredContent"]["asked"] == EMAIL
+    shutil.move(work / "crm.toml", tmp_path / "elsewhere.toml")
+    for args in (("replay", str(cassette)), ("redact", str(cassette)), ("scan", str(cassette))):
+        r = run_mcprec(*args, input=b"")
+        err = r.stderr.decode().strip()
+        assert r.returncode == 2, (args, err)
+        assert len(err.splitlines()) == 1 and "crm.toml not found" in err, err
+        assert "Traceback" not in err
+    (work / "crm.toml").write_text('[[rules]]\npattern = "CUST-[0-9]{5}"\n')
+    r = run_mcprec("replay", str(cassette), input=b"")
+    err = r.stderr.decode().strip()
+    assert r.returncode == 2 and len(err.splitlines()) == 1 and "crm.toml differs" in err, err
+
+
+def test_scan_require_redaction_is_the_ci_gate(tmp_path: Path) -> None:
+    """scan --require-redaction PACK exits 1 for a session not redacted by PACK, 0 once it is."""
+    cassette = tmp_path / "c.db"
+    record_pii(cassette, "--redact-pack", "pii", session="with-pii")
+    ok = run_mcprec("scan", str(cassette), "--require-redaction", "pii")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    record_pii(cassette, session="plain")
+    gate = run_mcprec("scan", str(cassette), "--require-redaction", "pii")
+    said = gate.stdout.decode()
+    assert gate.returncode == 1
+    assert "session 'plain': not redacted with pack pii" in said and "with-pii" not in said
+    assert "email address" in said  # and the scan, with the pii rules, finds what was left
+    fixed = run_mcprec("redact", str(cassette), "--redact-pack", "pii")
+    assert fixed.returncode == 0, fixed.stderr
+    assert EMAIL.encode() not in on_disk(cassette)
+    again = run_mcprec("scan", str(cassette), "--require-redaction", "pii",
+                       "--require-redaction", "credentials")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert manifest_of(cassette, "plain")["packs"] == ["credentials", "pii"]
+    # the redacted session still replays without flags
+    got = replay_calls(cassette, "-s", "plain")
+    assert got["lookup"]["structuredContent"]["asked"] == "[REDACTED]"
+
+
+def manifest_of(cassette: Path, name: str) -> dict:
+    with sqlite3.connect(cassette) as conn:
+        return json.loads(conn.execute(
+            "SELECT manifest FROM session_redaction JOIN sessions ON sessions.id = session_id "
+            "WHERE name = ?", (name,)).fetchone()[0])
+
+
+def test_cassette_from_before_manifests_replays_as_before(tmp_path: Path) -> None:
+    """A format-3 cassette (no manifest tables) is migrated, replays, and fails the gate."""
+    cassette = tmp_path / "old.db"
+    record_pii(cassette)
+    with sqlite3.connect(cassette) as conn:  # make it what an older mcprec wrote
+        conn.executescript(
+            "DROP TABLE session_redaction; DROP TABLE redaction_salt; "
+            "DELETE FROM migrations WHERE name = '0004_redaction_manifest'; "
+            "UPDATE meta SET value = '3' WHERE key = 'format_version'; PRAGMA user_version = 3;")
+    got = replay_calls(cassette)
+    assert got["lookup"]["structuredContent"]["asked"] == EMAIL
+    listed = json.loads(run_mcprec("sessions", str(cassette), "--json").stdout)
+    assert listed[0]["redaction"] is None
+    gate = run_mcprec("scan", str(cassette), "--require-redaction", "credentials")
+    assert gate.returncode == 1 and b"no redaction manifest" in gate.stdout
+
+
+def test_redact_in_place_applies_the_manifest_and_changes_nothing_twice(tmp_path: Path) -> None:
+    """`mcprec redact` with no flags re-applies the hashed session's rules: 0 rows change."""
+    cassette = tmp_path / "c.db"
+    record_pii(cassette, "--redact-pack", "pii", "--redact-strategy", "hash")
+    before = answer(cassette, "lookup_customer")
+    r = run_mcprec("redact", str(cassette))
+    assert r.returncode == 0 and b"redacted 0 row(s)" in r.stderr, r.stderr
+    assert answer(cassette, "lookup_customer") == before
+    assert replay_calls(cassette)["lookup"]["structuredContent"]["asked"].startswith("<email:")
+
+
+def test_verify_redacts_the_new_run_with_the_recorded_rules(tmp_path: Path) -> None:
+    """verify without flags hashes the new run as the recording was: the two compare equal."""
+    cassette = tmp_path / "c.db"
+    record_pii(cassette, "--redact-pack", "pii", "--redact-strategy", "hash")
+    v = run_mcprec("verify", str(cassette), "--", *PII_SERVER, timeout=120)
+    assert v.returncode == 0, v.stdout.decode() + v.stderr.decode()
+    with sqlite3.connect(cassette) as conn:
+        names = [r[0] for r in conn.execute("SELECT name FROM sessions ORDER BY id")]
+    assert len(names) == 2
+    assert manifest_of(cassette, names[1])["packs"] == ["credentials", "pii"]
+    for value in PII.values():
+        assert value.encode() not in on_disk(cassette)
+
+
+def test_env_salt_keys_pseudonyms_across_cassettes_and_is_required(tmp_path: Path) -> None:
+    """$MCPREC_REDACT_SALT: no salt stored, equal tokens in two cassettes, needed to replay."""
+    env = {"MCPREC_REDACT_SALT": "team-salt-0001"}
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    for c in (a, b):
+        record_pii(c, "--redact-pack", "pii", "--redact-strategy", "hash", env=env)
+    assert manifest(a)["salt"] == "env" and salt(a) is None
+    token = answer(a, "lookup_customer")["structuredContent"]["asked"]
+    assert token == answer(b, "lookup_customer")["structuredContent"]["asked"]
+    missing = run_mcprec("replay", str(a), input=b"")
+    err = missing.stderr.decode().strip()
+    assert missing.returncode == 2 and "MCPREC_REDACT_SALT" in err and len(err.splitlines()) == 1
+    assert replay_calls(a, env=env)["lookup"]["structuredContent"]["asked"] == token
+    assert PII["email"].encode() not in on_disk(a)
