@@ -511,7 +511,7 @@ def redact(cassette: str, redact_paths: tuple[str, ...], redact_keys: tuple[str,
 @click.option("--require-redaction", "require", multiple=True, metavar="PACK",
               help="Also fail for any session whose redaction manifest does not name this "
                    "pack (credentials, pii, paths, or a user pack's name; repeatable): the CI "
-                   "gate.")
+                   "gate. A bundled pack required is also scanned for.")
 @redaction_options
 def scan(cassettes: tuple[str, ...], require: tuple[str, ...], redact_paths: tuple[str, ...],
          redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...]) -> None:
@@ -529,7 +529,8 @@ def scan(cassettes: tuple[str, ...], require: tuple[str, ...], redact_paths: tup
             click.echo(f"{path}: {f.where}: {', '.join(f.kinds)}")
         dirty += bool(findings)
     if dirty:
-        what = "likely secrets, or sessions not redacted as required," if require else             "likely secrets"
+        what = "likely secrets, or sessions not redacted as required," if require else \
+            "likely secrets"
         click.echo(f"mcprec: {what} in {dirty} cassette(s); run `mcprec redact CASSETTE`",
                    err=True)
         sys.exit(1)
