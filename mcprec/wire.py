@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any, Callable, Final
+from typing import Any, Callable, Final, NamedTuple
 
 import orjson
 
@@ -51,9 +50,12 @@ KINDS: Final = tuple(Kind)
 _MISSING: Final = object()
 
 
-@dataclass(frozen=True, slots=True)
-class Classified:
-    """What one message is, as far as JSON-RPC goes."""
+class Classified(NamedTuple):
+    """What one message is, as far as JSON-RPC goes.
+
+    A named tuple, not a frozen dataclass: creating the class at import took 1.5-3 ms of replay's
+    start-up (a frozen dataclass with slots is built twice), and each instance (one per message
+    recorded or replayed) 0.50-0.65 µs, the named tuple 0.24 µs."""
 
     kind: str
     rpc_id: str | None = None
@@ -119,23 +121,31 @@ def classify_obj(obj: Any) -> Classified:
     return Classified(INVALID, rpc_id, None, obj)
 
 
-# the first keys of a message cut short: {"jsonrpc":"2.0","id":7,"result": ... (key order varies)
-_HEAD_KEY = re.compile(rb'\s*[{,]\s*"(jsonrpc|id|result|error|method)"\s*:\s*')
-_HEAD_VALUE = re.compile(rb'-?\d+|"(?:[^"\\]|\\.)*"|null')
+# the first keys of a message cut short: {"jsonrpc":"2.0","id":7,"result": ... (key order varies);
+# compiled at first use (only messages recorded truncated need them), not at import
+_HEAD: list[Any] = []
+
+
+def _head_patterns() -> list[Any]:
+    if not _HEAD:
+        _HEAD.extend((re.compile(rb'\s*[{,]\s*"(jsonrpc|id|result|error|method)"\s*:\s*'),
+                      re.compile(rb'-?\d+|"(?:[^"\\]|\\.)*"|null')))
+    return _HEAD
 
 
 def classify_head(head: bytes) -> Classified:
     """What a message recorded truncated (its first bytes only) was, from its leading keys:
     a response or error (with its id when the id came before the result), a request or a
     notification (with its method when it came first); ``INVALID`` when the head does not say."""
+    head_key, head_value = _head_patterns()
     pos, rpc_id, method = 0, None, None
     kind = INVALID
-    while (m := _HEAD_KEY.match(head, pos)) is not None:
+    while (m := head_key.match(head, pos)) is not None:
         key, pos = m.group(1), m.end()
         if key in (b"result", b"error"):
             kind = RESPONSE if key == b"result" else ERROR
             break
-        value = _HEAD_VALUE.match(head, pos)
+        value = head_value.match(head, pos)
         if value is None:
             break
         pos = value.end()
