@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Union
+from typing import Any, Final, Literal, Union
 
 import orjson
 
@@ -138,6 +138,70 @@ def embedded_json(text: str) -> Any:
     except (orjson.JSONDecodeError, UnicodeEncodeError):
         return None
     return value if isinstance(value, (dict, list)) else None
+
+
+# --- leaf differences ---------------------------------------------------------------------------
+
+LeafKind = Literal["changed", "removed", "added"]
+Leaf = tuple[str, Any, Any, LeafKind]
+"""One leaf that differs: ``(path, before, after, kind)``, kind ``changed``, ``removed`` (only
+before) or ``added`` (only after)."""
+
+
+def leaf_differences(a: Any, b: Any, path: str = "$", *, embedded: bool = False,
+                     sort_keys: bool = False) -> list[Leaf]:
+    """Leaf-level differences from ``a`` to ``b``, each at a path that ``--ignore`` takes back.
+
+    Types count (JSON's ``1`` is not ``true``, though Python's ``==`` says so). ``embedded``:
+    strings that both hold JSON compare as their parsed values (the diff's view of tool results
+    that carry JSON as text). ``sort_keys``: an object's keys in sorted order, else ``a``'s
+    order and then ``b``'s new keys. Replay's no-match report and the diff both report with
+    this one walker."""
+    out: list[Leaf] = []
+    _leaves(a, b, path, embedded, sort_keys, out)
+    return out
+
+
+def _leaves(a: Any, b: Any, path: str, embedded: bool, sort_keys: bool, out: list[Leaf]) -> None:
+    if type(a) is type(b) and not isinstance(a, (dict, list, Embedded)) and a == b:
+        return
+    if embedded:
+        a, b = _both_parsed(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = sorted(set(a) | set(b)) if sort_keys else [*a, *(k for k in b if k not in a)]
+        for k in keys:
+            p = join_key(path, k)
+            if k not in b:
+                out.append((p, a[k], None, "removed"))
+            elif k not in a:
+                out.append((p, None, b[k], "added"))
+            else:
+                _leaves(a[k], b[k], p, embedded, sort_keys, out)
+        return
+    if isinstance(a, list) and isinstance(b, list):
+        for i in range(max(len(a), len(b))):
+            p = join_key(path, i)
+            if i >= len(b):
+                out.append((p, a[i], None, "removed"))
+            elif i >= len(a):
+                out.append((p, None, b[i], "added"))
+            else:
+                _leaves(a[i], b[i], p, embedded, sort_keys, out)
+        return
+    if a == b and type(a) is type(b):
+        return
+    out.append((path, a, b, "changed"))
+
+
+def _both_parsed(a: Any, b: Any) -> tuple[Any, Any]:
+    """Two strings (or embedded values) that both hold JSON, as their parsed values."""
+    if not isinstance(a, (str, Embedded)) or not isinstance(b, (str, Embedded)):
+        return a, b
+    va = a.value if isinstance(a, Embedded) else embedded_json(a)
+    vb = b.value if isinstance(b, Embedded) else embedded_json(b)
+    if va is None or vb is None:
+        return a, b
+    return va, vb
 
 
 # --- changing what a path points at ----------------------------------------------------------

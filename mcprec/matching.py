@@ -23,7 +23,7 @@ from . import wire
 from .cassette import Cassette, Message, Session
 from .cassette.store import MESSAGE_FIELDS, message_from_row
 from .errors import NoMatchError
-from .jsonpath import join_key, parse_path, plain, remove_paths
+from .jsonpath import leaf_differences, parse_path, plain, remove_paths
 from .normalize import Normalizer
 
 CustomMatcher = Callable[[dict[str, Any], dict[str, Any]], bool]
@@ -79,33 +79,16 @@ def _short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def differences(recorded: Any, got: Any, path: str = "") -> list[Difference]:
-    """Leaf-level differences between two JSON values, each at a path ``--ignore`` takes."""
-    if isinstance(recorded, dict) and isinstance(got, dict):
-        out: list[Difference] = []
-        for k in sorted(set(recorded) | set(got)):
-            p = join_key(path, k)
-            if k not in got:
-                out.append(Difference(p, recorded[k], None, "only_recorded"))
-            elif k not in recorded:
-                out.append(Difference(p, None, got[k], "only_got"))
-            else:
-                out.extend(differences(recorded[k], got[k], p))
-        return out
-    if isinstance(recorded, list) and isinstance(got, list):
-        out = []
-        for i in range(max(len(recorded), len(got))):
-            p = join_key(path, i)
-            if i >= len(got):
-                out.append(Difference(p, recorded[i], None, "only_recorded"))
-            elif i >= len(recorded):
-                out.append(Difference(p, None, got[i], "only_got"))
-            else:
-                out.extend(differences(recorded[i], got[i], p))
-        return out
-    if recorded == got and type(recorded) is type(got):
-        return []
-    return [Difference(path or "$", recorded, got)]
+_SIDE: dict[str, Literal["changed", "only_recorded", "only_got"]] = {
+    "changed": "changed", "removed": "only_recorded", "added": "only_got"}
+
+
+def differences(recorded: Any, got: Any) -> list[Difference]:
+    """Leaf-level differences between two JSON values, each at a path ``--ignore`` takes (the
+    diff's walker, keys in sorted order, strings compared as strings)."""
+    return [Difference(path or "$", before, after, _SIDE[kind])
+            for path, before, after, kind in leaf_differences(recorded, got, "",
+                                                              sort_keys=True)]
 
 
 # --- the matcher -----------------------------------------------------------------------------

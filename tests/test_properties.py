@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from mcprec import jsonpath, matching, wire
@@ -282,3 +282,36 @@ def test_redaction_by_path_replaces_exactly_the_values_it_points_at(value: Any, 
     assert exact(orjson.loads(out)) == exact(expected)
     if exact(expected) == exact(orjson.loads(raw)):
         assert out == raw
+
+
+@given(json_values, json_values)
+def test_replay_and_diff_report_the_same_leaf_differences(a: Any, b: Any) -> None:
+    """The replay's no-match report and the diff walk values with one walker: the same leaves,
+    under the same paths, with each side named as the tool names it."""
+    from mcprec.diff.paths import differences as diff_leaves
+    from mcprec.matching import differences as replay_leaves
+
+    names = {"changed": "changed", "removed": "only_recorded", "added": "only_got"}
+    for value in (a, b):  # strings holding JSON compare as strings in both views here
+        assume(not any(isinstance(v, str) and v.lstrip()[:1] in ("{", "[") for v in leaves(value)))
+    replay = sorted((d.path, d.kind) for d in replay_leaves(a, b))
+    diff = sorted((d.path or "$", names[d.kind]) for d in diff_leaves(a, b, ""))
+    assert replay == diff
+    if not _same_types(a, b):
+        assert replay  # a type change is a difference, even where Python's == says equal
+
+
+def leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in leaves(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in leaves(v)]
+    return [value]
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_types(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b))
+    return type(a) is type(b)

@@ -9,20 +9,20 @@ string that holds JSON (``$.result.content[0].text.temperature``), and the paths
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
 from .. import wire
 from ..jsonpath import (  # noqa: F401 - re-exported: the path grammar lives in mcprec.jsonpath
-    ANY, DESCEND, Embedded, Path, Segment, embedded_json, join_key, parse_path, plain,
-    remove_paths,
+    ANY, DESCEND, Embedded, LeafKind, Path, Segment, embedded_json, join_key, leaf_differences,
+    parse_path, plain, remove_paths,
 )
 
 
 # --- differences ------------------------------------------------------------------------------
 
-DiffKind = Literal["changed", "removed", "added"]
+DiffKind = LeafKind
 
 
 @dataclass(frozen=True)
@@ -42,50 +42,8 @@ class PayloadDifference:
 
 def differences(a: Any, b: Any, path: str = "$", where: str = "response") -> list[PayloadDifference]:
     """Leaf-level differences from ``a`` to ``b``; strings holding JSON compare structurally."""
-    out: list[PayloadDifference] = []
-    _diff(a, b, path, where, out)
-    return out
-
-
-def _diff(a: Any, b: Any, path: str, where: str, out: list[PayloadDifference]) -> None:
-    # no `==` on containers: Python says {"x": 1} == {"x": True}; JSON does not
-    if type(a) is type(b) and not isinstance(a, (dict, list, Embedded)) and a == b:
-        return
-    a, b = _unwrap(a, b)
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in a:
-            if k not in b:
-                out.append(PayloadDifference(join_key(path, k), a[k], None, "removed", where))
-            else:
-                _diff(a[k], b[k], join_key(path, k), where, out)
-        for k in b:
-            if k not in a:
-                out.append(PayloadDifference(join_key(path, k), None, b[k], "added", where))
-        return
-    if isinstance(a, list) and isinstance(b, list):
-        for i in range(max(len(a), len(b))):
-            p = join_key(path, i)
-            if i >= len(b):
-                out.append(PayloadDifference(p, a[i], None, "removed", where))
-            elif i >= len(a):
-                out.append(PayloadDifference(p, None, b[i], "added", where))
-            else:
-                _diff(a[i], b[i], p, where, out)
-        return
-    if a == b and type(a) is type(b):
-        return
-    out.append(PayloadDifference(path, a, b, "changed", where))
-
-
-def _unwrap(a: Any, b: Any) -> tuple[Any, Any]:
-    """Compare two strings (or embedded values) that both hold JSON as their parsed values."""
-    if not isinstance(a, (str, Embedded)) or not isinstance(b, (str, Embedded)):
-        return a, b
-    va = a.value if isinstance(a, Embedded) else embedded_json(a)
-    vb = b.value if isinstance(b, Embedded) else embedded_json(b)
-    if va is None or vb is None:
-        return a, b
-    return va, vb
+    return [PayloadDifference(p, before, after, kind, where)
+            for p, before, after, kind in leaf_differences(a, b, path, embedded=True)]
 
 
 def same(a: Any, b: Any) -> bool:
