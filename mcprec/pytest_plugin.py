@@ -68,6 +68,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "repeat='last', timing='none', faults=(), seed=None, normalize=()): configure the mcprec "
         "replay for this test",
     )
+    config.addinivalue_line(
+        "markers",
+        "mcprec_verify(cassette=None, server=None, target=None, session=None, ignore=(), "
+        "normalize=(), fail_on='any', surface_only=False, fail_on_latency=False, timeout=30, "
+        "update=False, check=True): verify the server under test against a recorded session "
+        "after the test body (or as the defaults of the mcprec_verify fixture's call)",
+    )
     record_mode(config, None)  # a bad $MCPREC_MODE or ini value stops the run at once
 
 
@@ -432,3 +439,109 @@ def _forget(cassette: Path, session: str) -> None:
         for s in c.sessions():
             if re.fullmatch(re.escape(session) + r"(-\d+)?", s.name):
                 c.delete_session(s.name)
+
+
+# --- verify a server against a recording ------------------------------------------------------
+
+
+class Verifier:
+    """What ``mcprec_verify`` gives: call it to verify the server under test against a recorded
+    session; the test fails with the diff when the server's behaviour differs (``check=False``:
+    just return the ``DiffResult``)."""
+
+    def __init__(self, request: pytest.FixtureRequest, default_cassette: Path,
+                 workdir: Path) -> None:
+        self._request = request
+        self._default_cassette = default_cassette
+        self._workdir = workdir
+        self.calls = 0
+        self.last: Any = None
+        """The last call's ``DiffResult``."""
+
+    def __call__(self, cassette: str | os.PathLike[str] | None = None,
+                 server: Any = None, **kwargs: Any) -> Any:
+        """``mcprec_verify()``, ``mcprec_verify("cassettes/x.db", [sys.executable, "srv.py"],
+        fail_on="breaking", normalize=["timestamps"], ...)``: the marker's arguments, with
+        these over them."""
+        from .errors import McprecError
+        from .verify_check import run, settings
+
+        self.calls += 1
+        request = self._request
+        marker = request.node.get_closest_marker("mcprec_verify")
+        given: dict[str, Any] = {**(marker.kwargs if marker else {}), **kwargs}
+        if cassette is not None:
+            given["cassette"] = cassette
+        if server is not None:
+            given["server"] = server
+        path = self._cassette(given.get("cassette"))
+        if not given.get("server") and not given.get("target"):
+            real = _fixture_or_none(request, "mcprec_real_server")
+            if real:
+                given["server"] = real
+            else:
+                given["target"] = _fixture_or_none(request, "mcprec_real_target")
+        mode = record_mode(request.config, None)
+        if str(getattr(mode, "value", mode)) == "all":
+            given.setdefault("update", True)  # re-recording: the new run becomes the reference
+        if not path.is_file():
+            _require_cassette(request, path, "record a reference session with `mcprec record` "
+                              "(see docs/pytest.md#verify-a-server-against-a-recording)")
+        try:
+            s = settings(path, given, request.config.rootpath)
+            outcome = run(s, self._workdir / f"run{self.calls}")
+        except McprecError as e:
+            pytest.fail(f"mcprec_verify: {e}", pytrace=False)
+        self.last = outcome.result
+        if outcome.failure and s.check:
+            pytest.fail(outcome.failure, pytrace=False)
+        return outcome.result
+
+    async def run_async(self, cassette: str | os.PathLike[str] | None = None,
+                        server: Any = None, **kwargs: Any) -> Any:
+        """The same, awaited in a worker thread: the test's event loop keeps running (an HTTP
+        server under test served by that very loop can answer)."""
+        import functools
+
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(
+            functools.partial(self, cassette, server, **kwargs))
+
+    def _cassette(self, given: Any) -> Path:
+        if not given:
+            return self._default_cassette
+        path = Path(given)
+        return path if path.is_absolute() else Path(str(self._request.node.path)).parent / path
+
+
+@pytest.fixture
+def mcprec_verify(request: pytest.FixtureRequest, mcprec_cassette: Path,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Verifier]:
+    """Verify the server under test against a recorded session (``mcprec verify`` in a test).
+
+    Call it (``mcprec_verify(...)``), or mark the test ``@pytest.mark.mcprec_verify(...)`` and
+    it runs after the test body when the body did not call it."""
+    verifier = Verifier(request, mcprec_cassette, tmp_path_factory.mktemp("mcprec-verify"))
+
+    def verdict(final: bool, captured: str) -> str | None:
+        if verifier.calls or request.node.get_closest_marker("mcprec_verify") is None:
+            return None
+        try:
+            verifier()
+        except pytest.fail.Exception as e:
+            return str(e.msg)
+        except pytest.skip.Exception:
+            return None
+        return None
+
+    with _watched(request, verdict):
+        yield verifier
+
+
+@pytest.fixture(autouse=True)
+def _mcprec_verify_marker(request: pytest.FixtureRequest) -> None:
+    """A test marked ``mcprec_verify`` gets the fixture even when it does not ask for it."""
+    if ("mcprec_verify" not in request.fixturenames
+            and request.node.get_closest_marker("mcprec_verify") is not None):
+        request.getfixturevalue("mcprec_verify")

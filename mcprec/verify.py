@@ -94,6 +94,9 @@ def accept(cassette: str | os.PathLike[str], v: Verification) -> None:
     with Cassette.open(cassette) as c:
         c.delete_session(v.original)
         c.rename_session(v.new, v.original)
+        accepted = c.session(v.original)  # a reference now, no longer a verification run
+        c.update_session(accepted, tags={k: x for k, x in accepted.tags.items()
+                                         if k != "verify_of"})
 
 
 def refs(cassette: str | os.PathLike[str], v: Verification) -> tuple[str, str]:

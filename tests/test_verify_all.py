@@ -151,3 +151,18 @@ def test_missing_cassette_and_directory_without_all(copies: SimpleNamespace) -> 
     out = run_mcprec("verify", str(copies.root), "--", *CLOCK)
     err = out.stderr.decode()
     assert out.returncode == 2 and "is a directory" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_accepted_run_is_a_reference_again(copies: SimpleNamespace) -> None:
+    """After --update, the accepted session is a reference (not a verify run): the next verify
+    of it compares against it, and --all counts it."""
+    env = {"MCPREC_TEST_CLOCK_VARIANT": "v2"}
+    out = run_mcprec("verify", str(copies.a), "-s", "orders", *NORMALIZE, "--update", "--",
+                     *CLOCK, env=env)
+    assert out.returncode == 1, out.stderr.decode()
+    again = run_mcprec("verify", str(copies.a), "-s", "orders", *NORMALIZE, "--", *CLOCK,
+                       env=env)
+    assert again.returncode == 0, again.stdout.decode() + again.stderr.decode()
+    from mcprec.verify import reference_sessions
+
+    assert sorted(reference_sessions(copies.a)) == ["clock", "orders"]
