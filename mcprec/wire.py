@@ -286,14 +286,19 @@ def canonical_params(params: Any, *, has_meta: bool = True) -> bytes:
     return dumps(strip_meta(params) if has_meta else params, sort_keys=True)
 
 
+_sha256: Any = None
+
+
 def match_key(method: str, params: Any, *, has_meta: bool = True) -> str:
     """A short stable hash of method + canonical params, indexed in the cassette.
 
     SHA-256 because CPUs hash it in hardware: large params (base64 payloads) cost little.
     """
-    from hashlib import sha256  # here: the first answer (initialize) never needs it (3 ms)
-
-    h = sha256(method.encode())
+    global _sha256
+    if _sha256 is None:  # imported at first use: the first answer (initialize) never needs it
+        from hashlib import sha256 as _sha256  # (3 ms); an import statement at every call cost
+        # 0.9-1.1 µs of each key (every request recorded or replayed)
+    h = _sha256(method.encode())
     h.update(b"\0")
     h.update(canonical_params(params, has_meta=has_meta))
     return h.hexdigest()[:20]
