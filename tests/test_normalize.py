@@ -247,3 +247,24 @@ def test_replay_bad_normalizer_is_one_line(clock: SimpleNamespace) -> None:
     err = cli.stderr.decode()
     assert cli.returncode != 0 and "unknown normalizer 'stamps'" in err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_in_process_replay_takes_normalize(clock: SimpleNamespace) -> None:
+    """MatchOptions(normalize=...) serves replay_streams the same way: the fresh lookup matches."""
+    import anyio
+    from mcp import ClientSession
+
+    from mcprec.matching import MatchOptions
+    from mcprec.testing import replay_streams
+
+    async def main() -> Any:
+        options = MatchOptions(normalize=["timestamps", "uuids"])
+        async with replay_streams(clock.cassette, session="r1", options=options) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                result = await s.call_tool("lookup", {"id": fresh_id(), "at": now_iso()})
+        return dump(result), replay_streams.last_engine.report()
+
+    result, report = anyio.run(main)
+    assert result == clock.runs["r1"].results["lookup"]
+    assert report["unmatched"] == []

@@ -166,3 +166,15 @@ def test_an_accepted_run_is_a_reference_again(copies: SimpleNamespace) -> None:
     from mcprec.verify import reference_sessions
 
     assert sorted(reference_sessions(copies.a)) == ["clock", "orders"]
+
+
+def test_single_verify_github_format(copies: SimpleNamespace) -> None:
+    """verify -s --format github: ::error per breaking finding, file= the cassette verified."""
+    out = run_mcprec("verify", str(copies.a), "-s", "clock", *NORMALIZE, "--format", "github",
+                     "--fail-on", "breaking", "--", *CLOCK,
+                     env={"MCPREC_TEST_CLOCK_VARIANT": "v3"})
+    lines = [x for x in out.stdout.decode().splitlines() if x.startswith("::")]
+    assert out.returncode == 1
+    head = f"::error file={copies.a},title=mcprec%3A breaking "
+    assert any(x.startswith(head + "exchange%3A tools/call lookup") for x in lines), lines
+    assert any(x.startswith(head + "change%3A tool lookup::required input") for x in lines)
