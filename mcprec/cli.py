@@ -418,6 +418,10 @@ def _timing(value: str) -> float | None:
               help="With --http: an Origin to accept besides local ones (repeatable).")
 @click.option("--allow-host", "allow_host", multiple=True, metavar="HOST",
               help="With --http: a Host to accept besides the local names (repeatable).")
+@click.option("--target", metavar="URL",
+              help="With --http and a recording mode: the real Streamable HTTP server (for "
+                   "new_episodes, the requests the recording cannot answer go there and are "
+                   "appended; once/all record through a proxy in front of it).")
 @click.option("--allow-unmatched", is_flag=True,
               help="Exit 0 even when a request had no recorded match (by default: exit 3).")
 @click.option("--fault", "fault_rules", multiple=True, metavar="RULE",
@@ -433,8 +437,8 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, max_gap: 
            protocol_version: str, strict_order: bool, ignore: tuple[str, ...], repeat: str,
            report: str | None, http: bool, listen: str,
            url_path: str, allow_origin: tuple[str, ...], allow_host: tuple[str, ...],
-           allow_unmatched: bool, fault_rules: tuple[str, ...], faults_file: str | None,
-           seed: int | None,
+           target: str | None, allow_unmatched: bool, fault_rules: tuple[str, ...],
+           faults_file: str | None, seed: int | None,
            redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
            redact_patterns: tuple[str, ...], server: tuple[str, ...],
            normalize: tuple[str, ...] = ()) -> None:
@@ -460,17 +464,24 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, max_gap: 
         gap = _duration(max_gap, "--max-gap", zero=True)
         if scale is None:
             raise click.UsageError("--max-gap goes with --timing recorded (or a scale)")
+    if target is not None and not http:
+        raise click.UsageError("--target goes with --http (over stdio, give the real server's "
+                               "command after `--`)")
     if http:
-        if mode != "none":
-            raise click.UsageError("--http replays only (--mode none); record HTTP servers with "
-                                   "`mcprec record --target URL`")
+        if server:
+            raise click.UsageError("--http takes the real server as --target URL, not a "
+                                   "command after `--`")
+        if target is not None and mode == "none":
+            raise click.UsageError("--target goes with a recording mode (--mode new_episodes, "
+                                   "once or all)")
         from .replay import replay_http
 
         sys.exit(replay_http(cassette, session=session, listen=listen, path=url_path,
                              options=options, timing=scale, report=report,
                              allowed_origins=allow_origin, allowed_hosts=allow_host,
                              redact=redactor, allow_unmatched=allow_unmatched, faults=faults,
-                             protocol_version=protocol_version, max_gap=gap))
+                             protocol_version=protocol_version, max_gap=gap, mode=mode,
+                             target=target))
     code = replay_stdio(cassette, session=session, mode=mode, server=list(server),
                         options=options, timing=scale, report=report, redact=redactor,
                         allow_unmatched=allow_unmatched, faults=faults,

@@ -219,24 +219,45 @@ def replay_http(
     faults: Any = None,
     protocol_version: str = "recorded",
     max_gap: float | None = None,
+    mode: str = "none",
+    target: str | None = None,
 ) -> int:
     """Serve a recorded session over Streamable HTTP (and legacy HTTP+SSE at ``/sse``) until
-    SIGINT/SIGTERM. Prints the URL on stdout once listening (port 0 picks a free port)."""
+    SIGINT/SIGTERM. Prints the URL on stdout once listening (port 0 picks a free port).
+
+    The record modes as for stdio, with the real server at ``target``: ``new_episodes``
+    forwards the requests the recording cannot answer there and appends them to the replayed
+    session; when the mode means recording (``once`` with nothing recorded, ``all``), this is
+    ``record_http`` in front of ``target``."""
     from ..transports.http_serve import bind, parse_listen, run_app, url_of
     from .http import ReplayApp
 
+    if mode not in MODES:
+        raise UsageError(f"unknown mode '{mode}'; choose one of {', '.join(MODES)}")
+    if needs_recording(Path(cassette), session, mode):
+        return _record_http_instead(cassette, session, mode, target, listen, redact,
+                                    allowed_hosts, allowed_origins, on_ready)
+    if mode == "new_episodes" and target is None:
+        raise UsageError("mode 'new_episodes' needs the real server's --target URL")
     host, port = parse_listen(listen)
     c = Cassette.open(cassette)
     try:
         found = candidates(c, session)
         s = found[0]
+        live = None
+        if mode == "new_episodes":  # new exchanges go into the session being replayed
+            from .live_http import LiveHTTP
+
+            assert target is not None
+            found = [s]
+            live = LiveHTTP(target, c, s)
         sock = bind(host, port)
         if faults:
             _check_faults(c, found, faults)
         app = ReplayApp(c, found, options=options, timing=timing, bound_host=host,
                         allowed_origins=tuple(allowed_origins),
                         allowed_hosts=tuple(allowed_hosts), redact=redact, faults=faults,
-                        protocol_version=protocol_version, max_gap=max_gap)
+                        protocol_version=protocol_version, max_gap=max_gap, live=live)
         url = url_of(sock, path)
 
         def ready() -> None:
@@ -257,3 +278,29 @@ def replay_http(
 
         _log.info("replay", summary(faults))
     return _unmatched_status(app.engines(), allow_unmatched)
+
+
+def _record_http_instead(cassette: str | os.PathLike[str], session: str | None, mode: str,
+                         target: str | None, listen: str, redact: Any,
+                         allowed_hosts: Sequence[str], allowed_origins: Sequence[str],
+                         on_ready: Any) -> int:
+    """``replay --http`` in a mode that means recording: the recording proxy before
+    ``target``, its URL printed on stdout as replay prints its own."""
+    from ..record import record_http
+
+    path = Path(cassette)
+    if target is None:
+        raise UsageError(f"mode '{mode}' needs to record {path} but no --target URL was given")
+    if mode == "all" and session is not None and path.exists():
+        with Cassette.open(path) as c:
+            if any(s.name == session for s in c.sessions()):
+                c.delete_session(session)
+
+    def ready(url: str) -> None:
+        print(url, flush=True)
+        if on_ready is not None:
+            on_ready(url)
+
+    return record_http(target, listen=listen, cassette=path, session=session, redact=redact,
+                       allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
+                       on_ready=ready)

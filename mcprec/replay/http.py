@@ -79,6 +79,7 @@ class ReplayApp:
         faults: Any = None,
         protocol_version: str = "recorded",
         max_gap: float | None = None,
+        live: Any = None,
     ) -> None:
         self.cassette = cassette
         self.session = session
@@ -92,6 +93,8 @@ class ReplayApp:
         self.protocol_version = protocol_version
         self.max_gap = max_gap
         self.notices: set[str] = set()  # a version notice is said once, not once per client
+        self.live = live
+        """new_episodes: the ``LiveHTTP`` every client's unmatched requests go to."""
         self.trust = Trust(bound_host, allowed_hosts, allowed_origins)
         self.sessions: dict[str, _ClientSession] = {}
         self.finished: list[ReplaySession] = []
@@ -115,7 +118,8 @@ class ReplayApp:
                                timing=self.timing, redact=self.redact, label=sid[:8],
                                faults=self.faults, transport="http",
                                protocol_version=self.protocol_version, max_gap=self.max_gap,
-                               notices=self.notices)
+                               notices=self.notices,
+                               live=self.live.client(sid[:8]) if self.live is not None else None)
         cs = _ClientSession(sid, engine, legacy)
         holder.append(cs)
         self.sessions[sid] = cs
@@ -129,6 +133,8 @@ class ReplayApp:
     async def aclose(self) -> None:
         for cs in list(self.sessions.values()):
             await self._end_session(cs)
+        if self.live is not None:
+            await self.live.aclose()
 
     def engines(self) -> list[ReplaySession]:
         return [*self.finished, *(cs.engine for cs in self.sessions.values())]
