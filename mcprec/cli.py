@@ -650,11 +650,11 @@ def show(cassette: str, session: str | None, as_json: bool, body: bool, with_std
                 if body:
                     click.echo("        " + m.raw.decode("utf-8", "replace"))
         if with_stderr:
-            for e in c.stderr(s):
+            for err in c.stderr(s):
                 if as_json:
-                    click.echo(orjson.dumps({"stderr": e.line, "t_ns": e.t_ns}))
+                    click.echo(orjson.dumps({"stderr": err.line, "t_ns": err.t_ns}))
                 else:
-                    click.echo(f"{'':5}  {e.t_ns / 1e6:>10.3f} ms  ! stderr  {e.line}")
+                    click.echo(f"{'':5}  {err.t_ns / 1e6:>10.3f} ms  ! stderr  {err.line}")
         if keep is not None:
             click.echo(f"mcprec: {shown} of {s.message_count} messages match", err=True)
 

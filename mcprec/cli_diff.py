@@ -124,9 +124,9 @@ def emit(result: Any, fmt: str, color: bool | None, html: str | None = None) -> 
     elif fmt == "markdown":
         click.echo(result.to_markdown(), nl=False)
     elif fmt == "github":
-        from .diff.report import annotations
+        from .diff.report import github_annotations
 
-        lines = annotations(result)
+        lines = github_annotations(result)
         github_output(lines, result.to_markdown())
     else:
         use_color = sys.stdout.isatty() if color is None else color
@@ -327,7 +327,7 @@ def _verify_one(cassette: Path, session: str | None, server: tuple[str, ...], ti
 
 def emit_all(runs: list[Any], fmt: str, color: bool | None) -> None:
     """The report of ``verify --all``: each session's diff, then one summary."""
-    from .diff.report import annotation, annotations, to_dict
+    from .diff.report import annotation, github_annotations, to_dict
 
     if fmt == "json":
         import json
@@ -352,7 +352,7 @@ def emit_all(runs: list[Any], fmt: str, color: bool | None) -> None:
                 lines.append(annotation("error", f"mcprec verify: {r.session}", r.error,
                                         str(r.cassette)))
             elif r.result is not None:
-                lines += annotations(r.result, str(r.cassette))
+                lines += github_annotations(r.result, str(r.cassette))
         github_output(lines, md)
         return
     use_color = sys.stdout.isatty() if color is None else color

@@ -223,7 +223,8 @@ def schema_summary(schema: Any) -> str:
     props = schema.get("properties")
     if not isinstance(props, dict):
         return ""
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    listed = schema.get("required")
+    required = listed if isinstance(listed, list) else []
     return ", ".join(f"{name}{'' if name in required else '?'}: {_type_of(p)}"
                      for name, p in props.items())
 

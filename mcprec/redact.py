@@ -21,6 +21,7 @@ that replay, verify, redact and scan apply the same rules again (``mcprec.redact
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -614,8 +615,8 @@ class Redactor:
         changed = False
         if self._paths:
             for path, kind, strategy, replacement in self._paths:
-                new = update_path(obj, path, lambda v, k=kind, s=strategy, r=replacement:
-                                  self._value_at(v, k, s, r))
+                new = update_path(obj, path, functools.partial(
+                    self._value_at, kind=kind, strategy=strategy, replacement=replacement))
                 changed = changed or new is not obj
                 obj = new
         if self._keys:

@@ -261,6 +261,7 @@ class Recorder:
             follows = self._last_client
         waits_for = self._causality.observe(seq, direction, c.kind, method, c.rpc_id, reply_to,
                                             context, c.obj)
+        http_text: str | None
         if http and self._redact is not None:
             # headers by the header rules (a WWW-Authenticate challenge is not a credential),
             # the rest by the message rules

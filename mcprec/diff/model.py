@@ -218,7 +218,7 @@ class DiffResult:
     def counts(self) -> dict[str, int]:
         """Changes and differing exchanges by severity: ``{"breaking": n, "warning": n,
         "compatible": n}``."""
-        out = {s: 0 for s in SEVERITIES}
+        out: dict[str, int] = {s: 0 for s in SEVERITIES}
         for c in self.summary.changes:
             out[c.severity] += 1
         for e in self.exchanges:

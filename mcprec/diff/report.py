@@ -370,7 +370,7 @@ def annotation(level: str, title: str, message: str, file: str | None = None) ->
     return f"::{level} {','.join(props)}::{escape_data(message)}"
 
 
-def annotations(r: DiffResult, file: str | None = None) -> list[str]:
+def github_annotations(r: DiffResult, file: str | None = None) -> list[str]:
     """One annotation per finding: ``error`` for breaking ones, ``warning`` for the rest
     (warning and compatible changes, differing exchanges, latency regressions, notes), most
     severe first. ``file``: the path to annotate (default: B's cassette)."""
@@ -411,7 +411,7 @@ def annotations(r: DiffResult, file: str | None = None) -> list[str]:
 def to_github(r: DiffResult, file: str | None = None) -> str:
     """The annotations, then the Markdown report (for the log; the job summary takes the
     Markdown alone)."""
-    lines = annotations(r, file)
+    lines = github_annotations(r, file)
     return "\n".join(lines) + ("\n\n" if lines else "") + to_markdown(r)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .model import Change
+from .model import Change, Severity
 
 WARNING_KINDS = frozenset({
     "description_changed", "argument_description_changed", "annotations_changed",
@@ -42,7 +42,7 @@ def classify(change: Change) -> Change:
     """``change`` with its severity set (breaking changes stay breaking)."""
     if change.breaking:
         return change
-    severity = "warning" if _is_warning(change) else "compatible"
+    severity: Severity = "warning" if _is_warning(change) else "compatible"
     return change if change.severity == severity else replace(change, severity=severity)
 
 

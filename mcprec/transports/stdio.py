@@ -497,7 +497,7 @@ class StdioTap:
         self._stdin = transport.get_pipe_transport(0)
         for pipe in (self._stdin, transport.get_pipe_transport(1)):
             with contextlib.suppress(Exception):
-                _widen_pipe(pipe.get_extra_info("pipe").fileno())
+                _widen_pipe(pipe.get_extra_info("pipe").fileno())  # type: ignore[union-attr]
         for fd in (stdin_fd, stdout_fd):
             _widen_pipe(fd)
         installed = []
