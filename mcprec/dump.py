@@ -184,7 +184,7 @@ def message_filter(methods: Iterable[str], grep: str | None) -> Any:
         try:
             pattern = re.compile(grep.encode("utf-8"))
         except re.error as e:
-            raise ValueError(f"not a regular expression: {grep!r} ({e})") from None
+            raise UsageError(f"not a regular expression: {grep!r} ({e})") from None
     if not globs and pattern is None:
         return None
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from .errors import McprecError, ReplayError, ServerStartError
+from .errors import McprecError, ReplayError, ServerStartError, UsageError
 from .matching import MatchOptions
 from .modes import Mode
 
@@ -49,7 +49,7 @@ def replay_args(
     pays for at start-up."""
     opts = options or MatchOptions()
     if opts.matchers:
-        raise ValueError("custom matcher callables work in-process only (replay_streams)")
+        raise UsageError("custom matcher callables work in-process only (replay_streams)")
     args = ["replay", str(cassette)]
     # `none` is said only to overrule a $MCPREC_MODE the replay would otherwise read
     mode = Mode.parse(mode)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..errors import UsageError
 from .paths import PayloadDifference, plain
 
 Category = Literal["server", "tool", "resource", "resource_template", "prompt"]
@@ -237,7 +238,7 @@ class DiffResult:
         """Whether the result fails a gate: ``any`` difference (the default, as ``diff``'s
         exit code has always been), a ``warning`` or worse, or only a ``breaking`` one."""
         if fail_on not in FAIL_ON:
-            raise ValueError(f"fail_on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
+            raise UsageError(f"fail_on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
         if fail_on_latency and self.latency_regressions:
             return True
         if fail_on == "any":
