@@ -12,11 +12,14 @@ Built-in kinds:
     ISO-8601 / RFC 3339 date-times anywhere in a string (``2026-12-03T10:00:00Z``,
     ``2026-12-03 10:00:00.123+01:00``, ``20261203T100000Z``) and HTTP dates
     (``Thu, 03 Dec 2026 10:00:00 GMT``). A bare date is not a timestamp.
+``times``
+    Times of day with seconds anywhere in a string: ``14:31:03``, ``2:31:03 PM``,
+    ``09:15:00.250`` (what ``toLocaleTimeString()`` and ``strftime("%X")`` write).
 ``epochs``
     Unix times from 2000-01-01 to 2100-01-01 in seconds, milliseconds, microseconds or
     nanoseconds: JSON numbers, and strings that hold nothing but such a number.
 ``timestamps``
-    Both of the above.
+    All three above.
 ``uuids``
     UUIDs (``8-4-4-4-12`` hex digits, any case) anywhere in a string.
 
@@ -47,14 +50,18 @@ ISO8601 = (
     r"|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|"
     r"Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT\b"
 )
+TIMES = (r"(?<![\d:.])(?:[01]?\d|2[0-3]):[0-5]\d:[0-5]\d(?:[.,]\d+)?"
+         r"(?:\s?[AaPp]\.?[Mm]\.?(?![A-Za-z]))?(?![\d:])")
 UUID = r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![0-9A-Fa-f])"
 EPOCH_FROM, EPOCH_TO = 946_684_800, 4_102_444_800  # 2000-01-01, 2100-01-01 (UTC)
 EPOCH_SCALES = (1, 1_000, 1_000_000, 1_000_000_000)  # s, ms, µs, ns
 _NUMBER = re.compile(r"\d{10,19}(?:\.\d+)?")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
-BUILTINS = ("timestamps", "iso8601", "epochs", "uuids")
-ALIASES = {"timestamp": "timestamps", "uuid": "uuids", "iso": "iso8601", "epoch": "epochs"}
+TIMESTAMP_KINDS = frozenset({"iso8601", "times", "epochs"})
+BUILTINS = ("timestamps", "iso8601", "times", "epochs", "uuids")
+ALIASES = {"timestamp": "timestamps", "uuid": "uuids", "iso": "iso8601", "epoch": "epochs",
+           "time": "times"}
 
 
 @dataclass(frozen=True)
@@ -121,9 +128,11 @@ def parse_custom(name: str, regex: str, where: str = "") -> Rule:
 
 def _builtin(name: str) -> list[Rule]:
     if name == "timestamps":
-        return _builtin("iso8601") + _builtin("epochs")
+        return _builtin("iso8601") + _builtin("times") + _builtin("epochs")
     if name == "iso8601":
         return [Rule("iso8601", "<timestamp>", re.compile(ISO8601), spec="iso8601")]
+    if name == "times":
+        return [Rule("times", "<timestamp>", re.compile(TIMES), spec="times")]
     if name == "epochs":
         return [Rule("epochs", "<timestamp>", epochs=True, spec="epochs")]
     assert name == "uuids"
@@ -170,14 +179,10 @@ class Normalizer:
     @property
     def specs(self) -> tuple[str, ...]:
         """The rules as ``--normalize`` values (custom ones as ``NAME=REGEX``)."""
-        names = [r.name for r in self.rules]
-        out: list[str] = []
-        if "iso8601" in names and "epochs" in names:
-            out.append("timestamps")
-        for r in self.rules:
-            if r.name in ("iso8601", "epochs") and "timestamps" in out:
-                continue
-            out.append(r.spec)
+        names = {r.name for r in self.rules}
+        whole = TIMESTAMP_KINDS <= names
+        out: list[str] = ["timestamps"] if whole else []
+        out += [r.spec for r in self.rules if not (whole and r.name in TIMESTAMP_KINDS)]
         return tuple(out)
 
     @property

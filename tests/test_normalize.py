@@ -72,7 +72,9 @@ def test_kinds_become_placeholders_anywhere() -> None:
         "epoch": 1796292000, "ms": 1796292000123, "float": 1796292000.25, "digits": "1796292000",
         "http": "Thu, 03 Dec 2026 10:00:00 GMT", "json": '{"at": 1796292000, "n": 3}',
         "small": 42, "date": "2026-12-03", "flag": True, "key-2026-12-03T10:00:00Z": 1,
+        "local": "created at 2:31:03 PM, then 14:31:04.5", "ratio": "12:30",
     })
+    assert out["local"] == "created at <timestamp>, then <timestamp>" and out["ratio"] == "12:30"
     assert out["text"] == "order <order> (<uuid>) at <timestamp>"
     assert out["epoch"] == out["ms"] == out["float"] == out["digits"] == out["http"] == "<timestamp>"
     assert out["json"].value == {"at": "<timestamp>", "n": 3}
@@ -268,3 +270,20 @@ def test_in_process_replay_takes_normalize(clock: SimpleNamespace) -> None:
     result, report = anyio.run(main)
     assert result == clock.runs["r1"].results["lookup"]
     assert report["unmatched"] == []
+
+
+def test_everything_runs_diff_clean_with_timestamps_and_its_blobs_ignored(
+        tmp_path: Path, everything_server: list[str]) -> None:
+    """server-everything's resources say "created at 2:31:03 PM": `timestamps` takes that
+    text (times of day) anywhere it is embedded; only the base64 copy needs an --ignore."""
+    from test_diff import everything_scenario
+
+    cas = tmp_path / "everything.db"
+    for name in ("e1", "e2"):
+        record_scenario(cas, name, everything_server, everything_scenario)
+    assert not diff(str(cas)).equal
+    blob = "$.result.contents[*].blob"
+    result = diff(str(cas), normalize=["timestamps"], ignore=[blob])
+    assert result.equal, result.to_text()
+    cli = run_mcprec("diff", str(cas), "--normalize", "timestamps", "--ignore", blob)
+    assert cli.returncode == 0, cli.stdout.decode()
