@@ -399,7 +399,7 @@ def _timing(value: str) -> float | None:
                    "(repeatable; * matches any key).")
 @click.option("--normalize", "normalize", multiple=True, metavar="KINDS",
               help="Match volatile values in requests by kind, on both sides: timestamps, "
-                   "iso8601, epochs, uuids, a name from [replay.normalizers] or "
+                   "iso8601, times, epochs, uuids, a name from [replay.normalizers] or "
                    "[diff.normalizers] in the config, or NAME=REGEX (comma-separated or "
                    "repeated; [replay] normalize = [...] in the config adds to it).")
 @click.option("--repeat", type=click.Choice(["last", "error"]), default="last", show_default=True,

@@ -162,9 +162,10 @@ def gate_options(f: Any) -> Any:
     f = click.option(
         "--normalize", "normalize", multiple=True, metavar="KINDS",
         help="Make volatile values compare equal by kind, anywhere in a message (also inside "
-             "strings): timestamps (ISO-8601 and epoch times, 2000-2100), iso8601, epochs, "
-             "uuids, a name from [diff.normalizers] in the config, or NAME=REGEX. Comma-"
-             "separated or repeated, e.g. --normalize timestamps,uuids.")(f)
+             "strings): timestamps (ISO-8601 date-times, times of day, epoch times "
+             "2000-2100), iso8601, times, epochs, uuids, a name from [diff.normalizers] in the "
+             "config, or NAME=REGEX. Comma-separated or repeated, e.g. --normalize "
+             "timestamps,uuids.")(f)
     f = click.option(
         "--surface-only/--no-surface-only", "surface_only", default=None,
         help="Compare the listed surface alone (server facts, tools, resources, templates, "

@@ -249,7 +249,7 @@ def _cell(text: str) -> str:
 
 
 def to_markdown(r: DiffResult) -> str:
-    icon = "✅" if r.equal else ("❌" if r.breaking else "⚠️")
+    icon = "✅" if r.equal else ("❌" if r.severity == "breaking" else "⚠️")
     out = [f"## {icon} mcprec diff: {_code(r.a.label)} → {_code(r.b.label)}", "",
            f"**{_verdict(r)}**", "",
            "| | A | B |", "|---|---|---|",
