@@ -10,6 +10,8 @@ Four configurations, each in a fresh process per measurement, alternated within 
   bare             client <-> bench/bare_relay.py (asyncio pipe relay, no recording) <-> echo
   mcprec           client <-> python -m mcprec record -c <tmp cassette> <-> echo server
   mcprec-noredact  the same with redaction off (mcprec.toml: [redact] defaults/env = false)
+  mcprec-pii       the default rules plus the pii pack (mcprec.toml: [redact] packs = ["pii"]);
+                   not run unless asked for (--configs mcprec,mcprec-pii)
 
 Loads:
 
@@ -70,7 +72,8 @@ ECHO = [PY, str(BENCH / "echo_server.py")]
 sys.path.insert(0, str(BENCH))
 from echo_server import response as echo_response  # noqa: E402
 
-CONFIGS = ("direct", "bare", "mcprec", "mcprec-noredact")
+CONFIGS = ("direct", "bare", "mcprec", "mcprec-noredact", "mcprec-pii")
+DEFAULT_CONFIGS = ("direct", "bare", "mcprec", "mcprec-noredact")
 WARMUP = 50  # ping-pongs before each timed load (process start-up, imports, caches)
 
 TARGETS = {  # issue 18
@@ -329,6 +332,7 @@ def percentile(sorted_values: list[int], q: float) -> float:
 
 
 NO_REDACTION = "[redact]\ndefaults = false\nenv = false\n"
+PII_PACK = '[redact]\npacks = ["pii"]\n'
 
 
 def command(config: str, cassette: Path, tmp: Path,
@@ -349,6 +353,8 @@ def command(config: str, cassette: Path, tmp: Path,
         cwd.mkdir()
         if config == "mcprec-noredact":
             (cwd / "mcprec.toml").write_text(NO_REDACTION)
+        elif config == "mcprec-pii":
+            (cwd / "mcprec.toml").write_text(PII_PACK)
     return [PY, "-m", "mcprec", "record", "-c", str(cassette), "-s", "bench", "--", *server], cwd
 
 
@@ -706,9 +712,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=None, help="rounds (default 5; 2 with --quick)")
     ap.add_argument("--quick", action="store_true", help="fewer rounds and smaller loads")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
-    ap.add_argument("--configs", default=",".join(CONFIGS),
-                    help=f"comma-separated configurations to run (default: all of "
-                         f"{','.join(CONFIGS)}; direct is always run)")
+    ap.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
+                    help=f"comma-separated configurations to run (default: "
+                         f"{','.join(DEFAULT_CONFIGS)}; also: {','.join(CONFIGS)}; direct is "
+                         "always run)")
     ap.add_argument("--loads", default=None,
                     help="comma-separated loads to run (default: all of small,large,ping,30mb,"
                          "100mb)")

@@ -343,10 +343,9 @@ class Redactor:
             if self._anchors_b else None
         self._any_anchor_s = re.compile("|".join(re.escape(a) for a, _ in self._anchors_s)) \
             if self._anchors_s else None
-        self._combined_rules = {f"r{i}": r for i, r in enumerate(combined)}
-        source = "|".join(f"(?P<r{i}>{r.pattern})" for i, r in enumerate(combined))
-        self._combined_b = _Lazy(source.encode()) if combined else None
-        self._combined_s = _Lazy(source) if combined else None
+        # bundled rules with no anchor: each runs where one of its shapes occurs
+        self._shaped = [(r, _Lazy(r.pattern.encode()), _Lazy(r.pattern), r.shapes)
+                        for r in combined]
         # secret-named keys: kind, strategy (None: the redactor's), replacement
         if rules.defaults:
             for k in SECRET_KEYS:
@@ -455,10 +454,21 @@ class Redactor:
             return check[1].sub(placeholder, data)
         return check[1].sub(lambda m: self._replace_found(rule, m.group(0), m, json), data)
 
-    def _sub_combined(self, rx: Any, data: Any, json: bool) -> Any:
-        rules = self._combined_rules
-        return rx.sub(lambda m: self._replace_found(rules[m.lastgroup], m.group(0), m, json),
-                      data)
+    def _shaped_picks(self, data: Any) -> list[tuple[Any, ...]]:
+        """The shaped rules (bundled, without anchors) that can match in ``data``."""
+        if not self._shaped:
+            return []
+        from .redact_packs import SHAPE
+
+        shape = (data if isinstance(data, bytes) else data.encode("utf-8", "replace")
+                 ).translate(SHAPE)
+        return [s for s in self._shaped if any(x in shape for x in s[3])]
+
+    def _sub_shaped(self, data: Any, json: bool) -> Any:
+        for rule, rx_b, rx_s, _ in self._shaped_picks(data):
+            rx = rx_b if json else rx_s
+            data = rx.sub(lambda m, r=rule: self._replace_found(r, m.group(0), m, json), data)
+        return data
 
     # -- headers
 
@@ -543,9 +553,7 @@ class Redactor:
     def _redact_patterns(self, raw: bytes) -> bytes:
         for i in self._selected(raw, self._anchors_b, self._any_anchor_b):
             raw = self._sub(self._checks_b[i], raw, True, _PLACEHOLDER_B)
-        if self._combined_b is not None:
-            raw = self._sub_combined(self._combined_b, raw, True)
-        return raw
+        return self._sub_shaped(raw, True) if self._shaped else raw
 
     def _redact_keys_and_paths(self, raw: bytes) -> bytes:
         try:  # exact: orjson alone would round integers past 64 bits to floats
@@ -562,9 +570,7 @@ class Redactor:
         for i in self._selected(text, self._anchors_s, self._any_anchor_s):
             if i not in skip:
                 text = self._sub(self._checks_s[i], text, False, PLACEHOLDER)
-        if self._combined_s is not None:
-            text = self._sub_combined(self._combined_s, text, False)
-        return text
+        return self._sub_shaped(text, False) if self._shaped else text
 
     def _selected(self, data: Any, anchors: list[tuple[Any, int]], any_anchor: Any) -> list[int]:
         """The checks worth running on ``data``: those with an anchor in it, and anchorless ones."""
@@ -688,11 +694,10 @@ class Redactor:
             if name not in found and any(self._in_clear(rule, m.group(0))
                                          for m in rx.finditer(text)):
                 found.append(name)
-        if self._combined_s is not None:
-            for m in self._combined_s.finditer(text):
-                rule = self._combined_rules[m.lastgroup]
-                if rule.label not in found and self._in_clear(rule, m.group(0)):
-                    found.append(rule.label)
+        for rule, _, rx, _ in self._shaped_picks(raw):
+            if rule.label not in found and any(self._in_clear(rule, m.group(0))
+                                               for m in rx.finditer(text)):
+                found.append(rule.label)
         return found
 
     def _in_clear(self, rule: Any, text: str) -> bool:

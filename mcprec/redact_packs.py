@@ -40,6 +40,9 @@ class PatternRule:
     """The text of the ``replace`` strategy (default ``[REDACTED]``)."""
     numeric: bool = False
     """May stand as a bare JSON number (card numbers): then it is replaced by a number."""
+    shapes: tuple[bytes, ...] | None = None
+    """For a rule without anchors: one of these occurs in the text's shape (``SHAPE``) where
+    the rule can match; the pattern runs only then."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,15 @@ VALIDATORS: dict[str, Callable[[str], int]] = {
 
 # --- the bundled packs ------------------------------------------------------------------------
 
+SHAPE = bytes(0x39 if 0x30 <= c <= 0x39 else 0x61 if 0x61 <= c <= 0x7A
+              else 0x41 if 0x41 <= c <= 0x5A else c for c in range(256))
+"""A text's shape, for ``bytes.translate``: digits become ``9``, letters ``a`` or ``A``, the
+rest stays. A rule whose matches share no literal still shares shapes (a card number holds
+``9999 9999`` or thirteen ``9``): a few substring tests on the shape tell which rules can match
+at all. Without them the six patterns ran on every message (3 MB/s on the benchmark's mix);
+with them a message without candidates costs a translate and 17 substring tests (~5 µs for
+200 bytes, ~1.3 ms for 100 KB)."""
+
 _EMAIL = (r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@"
           r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?"
           r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}"
@@ -212,17 +224,23 @@ PACKS: dict[str, tuple[PatternRule, ...]] = {
         PatternRule("email", "email address", _EMAIL, anchors=("@",)),
         PatternRule("jwt", "JWT", _JWT, anchors=("eyJ",)),
         PatternRule("private_key", "private key", _PEM, anchors=("PRIVATE KEY",)),
-        # no literal every match holds: these run as one combined pass
-        PatternRule("iban", "IBAN", _IBAN, validator="iban"),
-        PatternRule("card", "card number", _CARD, validator="card", numeric=True),
-        PatternRule("ssn", "US SSN", _SSN, validator="ssn"),
-        PatternRule("phone", "phone number", _PHONE, validator="phone"),
-        PatternRule("ipv4", "IPv4 address", _IPV4, validator="ipv4"),
-        PatternRule("ipv6", "IPv6 address", _IPV6, validator="ipv6"),
+        # no literal every match holds: these run where their shapes occur
+        PatternRule("iban", "IBAN", _IBAN, validator="iban",
+                    shapes=(b"AA99",)),
+        PatternRule("card", "card number", _CARD, validator="card", numeric=True,
+                    shapes=(b"9999999999999", b"9999 9999", b"9999-9999")),
+        PatternRule("ssn", "US SSN", _SSN, validator="ssn", shapes=(b"999-99-9999",)),
+        PatternRule("phone", "phone number", _PHONE, validator="phone",
+                    shapes=(b"+9", b"(999)", b"999-999-9999", b"999.999.9999", b"999 999 9999")),
+        PatternRule("ipv4", "IPv4 address", _IPV4, validator="ipv4",
+                    shapes=(b".9.", b".99.", b".999.")),
+        PatternRule("ipv6", "IPv6 address", _IPV6, validator="ipv6",
+                    shapes=(b"::", b"9:", b"a:9", b"A:9")),
     ),
     "paths": (
-        PatternRule("home", "home path", _HOME, replacement="<PATH>"),
-        PatternRule("path", "absolute path", _PATH, replacement="<PATH>"),
+        PatternRule("home", "home path", _HOME, anchors=("/home/", "/Users/", "Users\\"),
+                    replacement="<PATH>"),
+        PatternRule("path", "absolute path", _PATH, anchors=("/",), replacement="<PATH>"),
     ),
 }
 """The bundled packs besides ``credentials`` (the default rules of ``mcprec.redact``)."""

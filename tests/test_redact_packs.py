@@ -177,3 +177,22 @@ def test_www_authenticate_challenge_is_kept_and_headers_get_the_pii_rules() -> N
     assert out["headers"]["authorization"] == "Bearer [REDACTED]"
     assert out["path"] == "/v1/mcp?token=[REDACTED]"
     assert r.redact_http(out) == out  # idempotent
+
+
+@pytest.mark.parametrize("value", [
+    "ann@example.com", "first.last+tag@mail.example.co.uk", "+44 20 7946 0958",
+    "+14155552671", "(415) 555-2671", "415.555.2671", "198.51.100.7", "10.0.0.12",
+    "fe80::1ff:fe23:4567:890a", "2001:0db8:0000:0000:0000:ff00:0042:8329", "::ffff:192.0.2.1",
+    "FR76 3000 6000 0112 3456 7890 189", "NL91ABNA0417164300", "378282246310005",
+    "3782 822463 10005", "4111-1111-1111-1111", "6011111111111117", "219-09-9999",
+])
+def test_each_kind_is_found_wherever_it_stands(value: str) -> None:
+    """Every kind is redacted alone, inside prose, and as a JSON string, by every strategy."""
+    for strategy in ("replace", "hash", "mask"):
+        r = Redactor(Rules(packs=("pii",), strategy=strategy))
+        for text in (value, f"see {value}, then", f"({value})"):
+            assert value not in r.redact_text(text), (strategy, text)
+            raw = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"v": text}}).encode()
+            out = r.redact(raw)
+            assert value.encode() not in out, (strategy, text)
+            json.loads(out)
