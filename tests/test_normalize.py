@@ -20,6 +20,8 @@ from mcprec.errors import UsageError
 from mcprec.normalize import Normalizer
 
 CLOCK = [sys.executable, str(PEERS / "clock_server.py")]
+
+pytest_plugins = ["pytester"]
 ALL = ["--normalize", "timestamps,uuids", "--normalize", "order=ORD-[0-9]+"]
 
 
@@ -287,3 +289,44 @@ def test_everything_runs_diff_clean_with_timestamps_and_its_blobs_ignored(
     assert result.equal, result.to_text()
     cli = run_mcprec("diff", str(cas), "--normalize", "timestamps", "--ignore", blob)
     assert cli.returncode == 0, cli.stdout.decode()
+
+
+PLUGIN_TEST = f'''
+import uuid
+from datetime import datetime, timezone
+
+import anyio
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import stdio_client
+
+
+@pytest.mark.mcprec(server={CLOCK!r}, {{marker}})
+def test_lookup(mcprec_server):
+    async def main():
+        async with stdio_client(mcprec_server.params) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                args = {{"id": str(uuid.uuid4()), "at": datetime.now(timezone.utc).isoformat()}}
+                return (await s.call_tool("lookup", args)).content[0].text
+    assert anyio.run(main) == "record found"
+'''
+
+
+@pytest.mark.parametrize("marker, outcome", [
+    ("normalize=['timestamps', 'uuids']", "passed"),
+    ("normalize='uuids'", "failed"),  # the time still differs
+    ("", "failed"),
+])
+def test_plugin_marker_normalize(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                 marker: str, outcome: str) -> None:
+    """The mcprec marker's normalize= reaches the replay: a fresh UUID and time match."""
+    from plugin_helpers import INNER_ARGS
+
+    monkeypatch.delenv("MCPREC_MODE", raising=False)
+    pytester.makepyfile(PLUGIN_TEST.replace("{marker}", marker))
+    pytester.runpytest("--mcprec-mode=once", *INNER_ARGS).assert_outcomes(passed=1)
+    result = pytester.runpytest(*INNER_ARGS)
+    result.assert_outcomes(**{outcome: 1})
+    if outcome == "failed":
+        result.stdout.fnmatch_lines(["*had no recorded match*"])
