@@ -21,6 +21,7 @@ from .. import _log, wire
 from ..cassette import Cassette, Message, Session, SessionWriter
 from ..cassette.writer import AUTO
 from ..errors import ServerStartError
+from ..transports.http_client import HTTPClientError, StreamableHTTPClient
 from ..transports.stdio import end_process
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -190,26 +191,13 @@ class HTTPDriver(Driver):
                  *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
         super().__init__(cassette, session, writer, timeout=timeout)
         self.url = url
-        self._client: Any = None
-        self._sid: str | None = None
-        self._version: str | None = None
+        self._http = StreamableHTTPClient(url, timeout=timeout)
         self._posts: set[asyncio.Task[None]] = set()
         self._get: asyncio.Task[None] | None = None
         self._exchanges = 0
 
-    def _headers(self) -> dict[str, str]:
-        h = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-        if self._sid:
-            h["mcp-session-id"] = self._sid
-        if self._version:
-            h["mcp-protocol-version"] = self._version
-        return h
-
     async def _start(self) -> None:
-        import httpx
-
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=10.0),
-                                         trust_env=False)
+        await self._http.open()
 
     async def _send(self, raw: bytes) -> None:
         self._exchanges += 1
@@ -224,63 +212,28 @@ class HTTPDriver(Driver):
             await task  # the session id and protocol version come with its answer
 
     async def _post(self, raw: bytes, c: wire.Classified, exchange: int) -> None:
-        import httpx
-
-        from ..transports.sse import SSEParser
-
         rid = c.rpc_id if c.kind == wire.REQUEST else None
+
+        async def received(data: bytes, how: dict[str, Any]) -> None:
+            await self._from_server(data, {"exchange": exchange, **how}, context=rid)
+
         try:
-            async with self._client.stream("POST", self.url, content=raw,
-                                           headers=self._headers()) as resp:
-                sid = resp.headers.get("mcp-session-id")
-                if sid and not self._sid:
-                    self._sid = sid
-                meta = {"exchange": exchange, "status": resp.status_code}
-                if resp.headers.get("content-type", "").startswith("text/event-stream"):
-                    parser = SSEParser()
-                    async for chunk in resp.aiter_bytes():
-                        for ev in parser.feed(chunk):
-                            if ev.data:
-                                await self._from_server(ev.data, {**meta, "content_type": "sse"},
-                                                        context=rid)
-                else:
-                    body = await resp.aread()
-                    if body and "json" in resp.headers.get("content-type", ""):
-                        await self._from_server(body, {**meta, "content_type": "json"},
-                                                context=rid)
-                if c.method == "initialize" and resp.status_code == 200:
-                    self._after_initialize()
-        except httpx.HTTPError as e:
-            _log.warning("verify", f"verify: POST to {self.url} failed: {e!r}")
+            reply = await self._http.post(raw, received)
+        except HTTPClientError as e:
+            _log.warning("verify", f"verify: {e}")
+            return
+        if c.method == "initialize" and reply.status == 200:
+            self._after_initialize()
 
     def _after_initialize(self) -> None:
         for m in reversed(self._answers_received):
             result = m.get("result") if isinstance(m, dict) else None
             if isinstance(result, dict) and "protocolVersion" in result:
-                self._version = str(result["protocolVersion"])
+                self._http.protocol_version = str(result["protocolVersion"])
                 break
-        if self._sid and self._get is None:
-            self._get = asyncio.get_running_loop().create_task(self._listen())
-
-    async def _listen(self) -> None:
-        """The session's GET stream: what the server says on its own."""
-        import httpx
-
-        from ..transports.sse import SSEParser
-
-        headers = {**self._headers(), "accept": "text/event-stream"}
-        try:
-            async with self._client.stream("GET", self.url, headers=headers,
-                                           timeout=httpx.Timeout(None, connect=10.0)) as resp:
-                if resp.status_code != 200:
-                    return
-                parser = SSEParser()
-                async for chunk in resp.aiter_bytes():
-                    for ev in parser.feed(chunk):
-                        if ev.data:
-                            await self._from_server(ev.data, {"stream": "get"}, context=None)
-        except httpx.HTTPError:
-            return
+        if self._http.session_id and self._get is None:
+            self._get = asyncio.get_running_loop().create_task(self._http.listen(
+                lambda data, how: self._from_server(data, how, context=None)))
 
     async def _stop(self) -> None:
         if self._posts:
@@ -289,10 +242,7 @@ class HTTPDriver(Driver):
             self._get.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._get
-        if self._sid:
-            with contextlib.suppress(Exception):
-                await self._client.delete(self.url, headers=self._headers())
-        await self._client.aclose()
+        await self._http.close()
 
 
 def _answers_seen_before(messages: list[Message]) -> dict[int, list[str]]:

@@ -92,31 +92,20 @@ class HTTPLink:
 
     def __init__(self, client: ScriptedClient, url: str, headers: dict[str, str] | None = None,
                  connect_timeout: float = 10.0) -> None:
+        from .. import __version__
+        from ..transports.http_client import StreamableHTTPClient
+
         self.client = client
         self.url = url
-        from .. import __version__
-
-        self.headers = {"user-agent": f"mcprec/{__version__}", **(headers or {})}
         self.connect_timeout = connect_timeout
-        self._http: Any = None
-        self._sid: str | None = None
+        self._http = StreamableHTTPClient(
+            url, headers={"user-agent": f"mcprec/{__version__}", **(headers or {})},
+            timeout=None, connect_timeout=connect_timeout)
         self._posts: set[asyncio.Task[None]] = set()
         self._stream: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
-        import httpx
-
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=self.connect_timeout),
-                                       trust_env=False)
-
-    def _headers(self, accept: str = "application/json, text/event-stream") -> dict[str, str]:
-        h = {**self.headers, "content-type": "application/json", "accept": accept}
-        if self._sid:
-            h["mcp-session-id"] = self._sid
-        version = self.client.server_result.get("protocolVersion")
-        if isinstance(version, str):
-            h["mcp-protocol-version"] = version
-        return h
+        await self._http.open()
 
     async def send(self, raw: bytes) -> None:
         c = wire.classify(raw)
@@ -127,62 +116,37 @@ class HTTPLink:
         task.add_done_callback(self._posts.discard)
         if c.method == "initialize":
             await task  # the session id comes with its answer
+            version = self.client.server_result.get("protocolVersion")
+            if isinstance(version, str):
+                self._http.protocol_version = version
+
+    async def _received(self, data: bytes, _how: dict[str, Any]) -> None:
+        await self.client.received(data)
 
     async def _post(self, raw: bytes, c: wire.Classified) -> None:
-        import httpx
+        from ..transports.http_client import HTTPClientError
 
         try:
-            async with self._http.stream("POST", self.url, content=raw,
-                                         headers=self._headers()) as resp:
-                if c.method == "initialize" and resp.headers.get("mcp-session-id"):
-                    self._sid = resp.headers["mcp-session-id"]
-                ctype = resp.headers.get("content-type", "")
-                if ctype.startswith("text/event-stream"):
-                    await self._events(resp)
-                    return
-                body = await resp.aread()
-                if "json" in ctype and body.strip():
-                    await self.client.received(body)
-                if resp.status_code >= 400 and c.kind == wire.REQUEST and \
-                        self.client.awaits(c.rpc_id):  # an HTTP error, not a JSON-RPC answer
-                    self.client.lost(f"HTTP {resp.status_code} to {c.method}: "
-                                     f"{body[:200].decode('utf-8', 'replace').strip()}")
-        except httpx.HTTPError as e:
+            reply = await self._http.post(raw, self._received)
+        except HTTPClientError as e:
             if c.kind == wire.REQUEST:
-                self.client.lost(f"POST {self.url} failed: {type(e).__name__}: {e}")
-
-    async def _events(self, resp: Any) -> None:
-        from ..transports.sse import SSEParser
-
-        parser = SSEParser()
-        async for chunk in resp.aiter_bytes():
-            for event in parser.feed(chunk):
-                if event.data:
-                    await self.client.received(event.data)
+                self.client.lost(str(e))
+            return
+        if reply.status >= 400 and c.kind == wire.REQUEST and \
+                self.client.awaits(c.rpc_id):  # an HTTP error, not a JSON-RPC answer
+            self.client.lost(f"HTTP {reply.status} to {c.method}: "
+                             f"{reply.body[:200].decode('utf-8', 'replace').strip()}")
 
     async def _open_stream(self) -> None:
         """The session's GET stream, for what the server sends outside any request. Waits
         until the server has answered it (a server without one answers 405)."""
-        if not self._sid or self._stream is not None:
+        if not self._http.session_id or self._stream is not None:
             return
         answered = asyncio.Event()
-        self._stream = asyncio.get_running_loop().create_task(self._listen(answered))
+        self._stream = asyncio.get_running_loop().create_task(
+            self._http.listen(self._received, lambda _status: answered.set()))
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(answered.wait(), self.connect_timeout)
-
-    async def _listen(self, answered: asyncio.Event) -> None:
-        import httpx
-
-        try:
-            async with self._http.stream("GET", self.url,
-                                         headers=self._headers("text/event-stream")) as resp:
-                answered.set()
-                if resp.status_code == 200:
-                    await self._events(resp)
-        except httpx.HTTPError:
-            pass
-        finally:
-            answered.set()
 
     async def close(self) -> None:
         """Let answers in flight arrive, then end the session (DELETE)."""
@@ -194,10 +158,7 @@ class HTTPLink:
             self._stream.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._stream
-        if self._sid:
-            with contextlib.suppress(Exception):
-                await self._http.delete(self.url, headers=self._headers())
-        await self._http.aclose()
+        await self._http.close()
 
 
 # --- a server and the scripted client, connected ------------------------------------------------
