@@ -196,3 +196,28 @@ def test_env_salt_keys_pseudonyms_across_cassettes_and_is_required(tmp_path: Pat
     assert missing.returncode == 2 and "MCPREC_REDACT_SALT" in err and len(err.splitlines()) == 1
     assert replay_calls(a, env=env)["lookup"]["structuredContent"]["asked"] == token
     assert PII["email"].encode() not in on_disk(a)
+
+
+def test_replay_of_a_default_recording_loads_no_redaction_machinery(tmp_path: Path) -> None:
+    """A session recorded with the defaults: replay imports neither the manifest nor the packs."""
+    import subprocess
+    import sys
+
+    import orjson
+
+    from mcprec.cassette.store import DEFAULT_REDACTION_MANIFEST
+    from mcprec.redact import Rules
+
+    assert orjson.dumps(Rules().manifest(), option=orjson.OPT_SORT_KEYS).decode() == \
+        DEFAULT_REDACTION_MANIFEST
+    cassette = tmp_path / "c.db"
+    record_pii(cassette)
+    assert manifest(cassette)["packs"] == ["credentials"]
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "mcp", "version": "0.1.0"}}}
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "mcprec", "replay",
+                        str(cassette)], input=json.dumps(init).encode() + b"\n",
+                       capture_output=True, timeout=60, check=False)
+    assert b'"id":1' in p.stdout, p.stderr
+    assert b"mcprec.redact_manifest" not in p.stderr and b"mcprec.redact_packs" not in p.stderr

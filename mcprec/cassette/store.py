@@ -22,6 +22,11 @@ from ..errors import CassetteError, FormatTooNewError, NotACassetteError, Sessio
 from . import schema
 
 BUSY_TIMEOUT_S = 30.0
+DEFAULT_REDACTION_MANIFEST = (
+    '{"env":true,"env_names":[],"keys":[],"packs":["credentials"],"paths":[],"patterns":[],'
+    '"salt":null,"strategy":"replace","user_packs":[],"version":1}')
+"""The manifest of a session recorded with the default rules alone, as stored (JSON, sorted
+keys): ``mcprec.redact.Rules().manifest()``."""
 
 
 def _loads(text: str | None) -> Any:
@@ -551,6 +556,21 @@ class Cassette:
             if isinstance(found, dict):
                 out[sid] = found
         return out
+
+    def redaction_beyond_defaults(self, sessions: Any) -> bool:
+        """Whether a manifest of these sessions names more than the default rules (one that is
+        not ``DEFAULT_REDACTION_MANIFEST``): only then does replay load the manifest's rules,
+        so that replaying a cassette recorded with the defaults starts as fast as before."""
+        ids = [s.id if isinstance(s, Session) else int(s) for s in sessions]
+        if not ids:
+            return False
+        try:
+            return self._conn.execute(
+                "SELECT 1 FROM session_redaction WHERE manifest != ? AND session_id IN "
+                f"({', '.join('?' * len(ids))}) LIMIT 1",
+                (DEFAULT_REDACTION_MANIFEST, *ids)).fetchone() is not None
+        except sqlite3.OperationalError:  # a cassette of an older format: no manifests
+            return False
 
     def set_redaction_manifest(self, session: Session | int, manifest: dict[str, Any]) -> None:
         """Store (or replace) a session's redaction manifest."""

@@ -183,7 +183,8 @@ class Playback:
         # (the default redactor is built at the first request that needs it: ~30 ms of regular
         # expressions and config that an initialize answer never needs)
         self._redact: Any = redact
-        if cassette is not None:  # the rules the recording was redacted with (its manifest)
+        if getattr(cassette, "redaction_beyond_defaults", None) is not None and \
+                cassette.redaction_beyond_defaults(sessions):  # the recording's own rules
             from ..redact_manifest import session_redactor
 
             self._redact = session_redactor(redact, cassette, sessions)
