@@ -56,3 +56,24 @@ def test_bad_max_gap_is_one_line(slow_cassette: Path, args: list[str]) -> None:
     assert out.returncode == 2
     err = out.stderr.decode()
     assert err.count("\n") == 1 and "--max-gap" in err and "Traceback" not in err
+
+
+def test_max_gap_over_http(tmp_path: Path) -> None:
+    """Over HTTP too: a recorded 3 x 800 ms stream replays in about 0.3 s with --max-gap 100ms."""
+    import anyio
+
+    from http_helpers import run_http_session, start_proxy, start_replay, start_sdk_http
+
+    cassette = tmp_path / "http.db"
+    upstream = start_sdk_http()
+    try:
+        proxy = start_proxy(upstream.url, cassette, "slow")
+        recorded = anyio.run(run_http_session, proxy.url, _slow)
+        assert proxy.stop()[0] == 0
+    finally:
+        upstream.stop()
+    assert recorded.results["took"] >= STEPS * DELAY_MS / 1000
+    replay = start_replay(cassette, extra=["--timing", "recorded", "--max-gap", "100ms"])
+    run = anyio.run(run_http_session, replay.url, _slow)
+    assert replay.stop()[0] == 0, replay.stderr_text()
+    assert 0.25 <= run.results["took"] < 1.5, run.results["took"]

@@ -126,8 +126,9 @@ class LiveHTTP:
                 return
             import httpx
 
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=10.0), trust_env=False)
+            if self._client is None:  # kept when a first try failed: the next one reuses it
+                self._client = httpx.AsyncClient(
+                    timeout=httpx.Timeout(self.timeout, connect=10.0), trust_env=False)
             init = self.cassette.requests(self.session, "initialize")
             if init:
                 try:

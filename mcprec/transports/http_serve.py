@@ -255,7 +255,8 @@ class IdleWatch:
                 self.fired = True
                 self.stop.set()
                 return
-            await asyncio.sleep(max(0.01, left if self.busy == 0 else self.limit))
+            # busy: look again soon, the silence starts when the last request ends
+            await asyncio.sleep(max(0.01, left if self.busy == 0 else min(self.limit, 0.25)))
 
 
 def run_app(app: Any, sock: socket.socket, *, announce: Callable[[], None],
