@@ -221,3 +221,45 @@ def test_replay_of_a_default_recording_loads_no_redaction_machinery(tmp_path: Pa
                        capture_output=True, timeout=60, check=False)
     assert b'"id":1' in p.stdout, p.stderr
     assert b"mcprec.redact_manifest" not in p.stderr and b"mcprec.redact_packs" not in p.stderr
+
+
+def test_http_proxy_hashes_headers_and_bodies_alike_and_replay_matches(tmp_path: Path) -> None:
+    """Through the recording proxy, an email in a header and in a call gets one pseudonym;
+    `replay --http` with no flags matches the call."""
+    import re
+
+    from http_helpers import run_http_session, run_sync, start_proxy, start_replay, \
+        start_sdk_http
+
+    cassette = tmp_path / "http.db"
+
+    async def call(s, run) -> None:
+        run.results["echo"] = dump_result(await s.call_tool("echo", {"text": f"mail {EMAIL}"}))
+
+    upstream = start_sdk_http()
+    proxy = start_proxy(upstream.url, cassette, "web",
+                        extra=["--redact-pack", "pii", "--redact-strategy", "hash"])
+    try:
+        got = run_sync(lambda: run_http_session(proxy.url, call,
+                                                headers={"X-User-Email": EMAIL}))
+    finally:
+        proxy.stop()
+        upstream.stop()
+    assert EMAIL in json.dumps(got.results["echo"])
+    assert EMAIL.encode() not in on_disk(cassette)
+    with sqlite3.connect(cassette) as conn:
+        rows = [(bytes(r[0]).decode(), json.loads(r[1])) for r in conn.execute(
+            "SELECT raw, http FROM messages WHERE method = 'tools/call' AND kind = 'request'")]
+    raw, http = rows[0]
+    token = re.search(r"<email:[0-9a-f]{8}>", raw).group(0)
+    assert http["headers"]["x-user-email"] == token
+    replay = start_replay(cassette)
+    try:
+        again = run_sync(lambda: run_http_session(replay.url, call))
+    finally:
+        replay.stop()
+    assert f"mail {token}" in json.dumps(again.results["echo"])
+
+
+def dump_result(result) -> dict:
+    return result.model_dump(mode="json", by_alias=True, exclude_unset=True)
