@@ -415,6 +415,21 @@ class Playback:
                       started: float, fault: Fault | None = None) -> None:
         req = found.request
         script = self.matcher.handling(req.seq)
+        if len(script) == 1 and fault is None and self.timing is None and not self.ended:
+            m = script[0]
+            if (m.reply_to == req.seq and m.waits_for is None and not m.http
+                    and (m.kind == wire.RESPONSE or m.kind == wire.ERROR)
+                    and req.method != "initialize"):
+                # the usual script, one answer with nothing to wait for: what the run below
+                # does with it, without building one (a _Play, a _Run, a closure; 121 -> 102
+                # calls and 34.7 -> 24.9 µs of CPU per request: 5,000 tools/call answered
+                # in-process from a 10,000-message cassette, medians of 9 runs)
+                self._plays.pop(key, None)  # as a play registered and finished at once
+                self._flush_stderr(m.t_ns)
+                self.send(_with_id(m, rid), key)
+                if not found.repeated:
+                    self._spawn(self._followers(req.seq), (started, req.t_ns))
+                return
         answered = bool(script) and script[-1].reply_to == req.seq
         if script:
             last = script[-1]
