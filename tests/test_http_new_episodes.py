@@ -153,9 +153,11 @@ def test_once_records_through_the_proxy_when_nothing_is_recorded(live: Any,
     ["--mode", "new_episodes", "--target", "http://127.0.0.1:9/mcp"],  # no --http
     ["--http", "--mode", "new_episodes"],  # no --target
     ["--http", "--target", "http://127.0.0.1:9/mcp"],  # mode none
+    ["--http", "--mode", "new_episodes", "--target", "ftp://127.0.0.1/mcp"],  # not http(s)
 ])
 def test_bad_combinations_are_one_line(recorded: Path, args: list[str]) -> None:
-    """--target without --http, new_episodes without --target, --target in mode none."""
+    """--target without --http, new_episodes without --target, --target in mode none, a
+    --target that is not an http(s) URL."""
     out = run_mcprec("replay", str(recorded), *args, timeout=30)
     assert out.returncode == 2, out.stderr
     err = out.stderr.decode()

@@ -35,7 +35,16 @@ class LiveHTTP:
 
     def __init__(self, url: str, cassette: Cassette, session: Session, *,
                  timeout: float = 300.0) -> None:
-        self.url = url
+        from urllib.parse import urlsplit
+
+        from ..transports.http_upstream import UpstreamTarget
+
+        target = UpstreamTarget(url)  # a URL that is not http(s): a usage error, now
+        parts = urlsplit(url)
+        self._endpoint = target.origin + parts.path + (f"?{parts.query}" if parts.query else "")
+        self._authorization = target.authorization  # from user:password@ in the URL
+        self.url = target.url
+        """The URL as shown: credentials in it replaced."""
         self.cassette = cassette
         self.session = session
         self.timeout = timeout
@@ -67,7 +76,7 @@ class LiveHTTP:
         if self._client is not None:
             if self._sid:
                 try:
-                    await self._client.delete(self.url, headers=self._headers())
+                    await self._client.delete(self._endpoint, headers=self._headers())
                 except Exception:  # noqa: BLE001 - the server may be gone already
                     pass
             await self._client.aclose()
@@ -114,6 +123,8 @@ class LiveHTTP:
 
     def _headers(self) -> dict[str, str]:
         h = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        if self._authorization is not None:
+            h["authorization"] = self._authorization.decode()
         if self._sid:
             h["mcp-session-id"] = self._sid
         if self._version:
@@ -166,7 +177,7 @@ class LiveHTTP:
 
         headers = {**self._headers(), "accept": "text/event-stream"}
         try:
-            async with self._client.stream("GET", self.url, headers=headers,
+            async with self._client.stream("GET", self._endpoint, headers=headers,
                                            timeout=httpx.Timeout(None, connect=10.0)) as resp:
                 opened.set()
                 if resp.status_code != 200:
@@ -220,7 +231,7 @@ class LiveHTTP:
         if record:
             self._record(wire.CLIENT_TO_SERVER, raw, {"exchange": exchange, "method": "POST"})
         try:  # a 202 with no body: nothing more to record
-            await self._client.post(self.url, content=raw, headers=self._headers())
+            await self._client.post(self._endpoint, content=raw, headers=self._headers())
         except Exception as e:  # noqa: BLE001 - httpx's errors: one line
             raise ReplayError(f"the live server at {self.url} could not be reached: "
                               f"{type(e).__name__}: {e}") from None
@@ -237,7 +248,7 @@ class LiveHTTP:
             self._record(wire.CLIENT_TO_SERVER, raw, {"exchange": exchange, "method": "POST"})
         answer: dict[str, Any] | None = None
         try:
-            async with self._client.stream("POST", self.url, content=raw,
+            async with self._client.stream("POST", self._endpoint, content=raw,
                                            headers=self._headers()) as resp:
                 sid = resp.headers.get("mcp-session-id")
                 if sid and not self._sid:
