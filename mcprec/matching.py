@@ -15,7 +15,7 @@ on (session, method, match_key) the first time its key is seen.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 
@@ -94,23 +94,46 @@ def differences(recorded: Any, got: Any) -> list[Difference]:
 # --- the matcher -----------------------------------------------------------------------------
 
 
-@dataclass
+# Match, _KeyState and _Position are plain classes, not dataclasses: building the three as
+# dataclasses took 0.83-0.95 ms of CPU at import, paid by every replay's start-up (as plain
+# classes 0.02-0.03 ms); a Match is made for every request.
+
+
 class Match:
-    request: Message
-    repeated: bool = False
-    """True when the recorded answers ran out and the last one is reused."""
+    """The recorded request that answers an incoming one."""
+
+    __slots__ = ("request", "repeated")
+
+    def __init__(self, request: Message, repeated: bool = False) -> None:
+        self.request = request
+        self.repeated = repeated
+        """True when the recorded answers ran out and the last one is reused."""
+
+    def __repr__(self) -> str:
+        return f"Match(request={self.request!r}, repeated={self.repeated!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Match) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.request, self.repeated) == (other.request, other.repeated)
+
+    __hash__ = None  # type: ignore[assignment]  # as a dataclass with eq: unhashable
 
 
-@dataclass
 class _KeyState:
-    seqs: list[int]
-    next: int = 0
+    __slots__ = ("seqs", "next")
+
+    def __init__(self, seqs: list[int], next: int = 0) -> None:
+        self.seqs = seqs
+        self.next = next
 
 
-@dataclass
 class _Position:
-    played: set[int] = field(default_factory=set)
-    requests_seen: int = 0
+    __slots__ = ("played", "requests_seen")
+
+    def __init__(self) -> None:
+        self.played: set[int] = set()
+        self.requests_seen = 0
 
 
 class Matcher:
