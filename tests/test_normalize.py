@@ -299,6 +299,7 @@ import anyio
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
 
 
 @pytest.mark.mcprec(server={CLOCK!r}, {{marker}})
@@ -308,8 +309,11 @@ def test_lookup(mcprec_server):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 args = {{"id": str(uuid.uuid4()), "at": datetime.now(timezone.utc).isoformat()}}
-                return (await s.call_tool("lookup", args)).content[0].text
-    assert anyio.run(main) == "record found"
+                try:
+                    return (await s.call_tool("lookup", args)).content[0].text
+                except MCPError as e:  # swallowed, as an agent might: the plugin still fails
+                    return str(e)
+    anyio.run(main)
 '''
 
 
@@ -320,7 +324,8 @@ def test_lookup(mcprec_server):
 ])
 def test_plugin_marker_normalize(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
                                  marker: str, outcome: str) -> None:
-    """The mcprec marker's normalize= reaches the replay: a fresh UUID and time match."""
+    """The mcprec marker's normalize= reaches the replay: a fresh UUID and time match; without
+    it the plugin fails the test, whose body swallowed the client's error."""
     from plugin_helpers import INNER_ARGS
 
     monkeypatch.delenv("MCPREC_MODE", raising=False)
