@@ -23,8 +23,9 @@ from . import wire
 from .cassette import Cassette, Message, Session
 from .cassette.store import MESSAGE_FIELDS, message_from_row
 from .errors import NoMatchError
-from .jsonpath import leaf_differences, parse_path, plain, remove_paths
-from .normalize import Normalizer
+# jsonpath and normalize are imported where --ignore, --normalize, custom matchers or a report
+# of an unmatched request need them: a plain replay never does, and their imports (regular
+# expressions, dataclasses) were 2.2-2.7 ms of its start-up (importtime, medians of 7 runs)
 
 CustomMatcher = Callable[[dict[str, Any], dict[str, Any]], bool]
 """``matcher(incoming_request, recorded_request) -> bool``; both are full JSON-RPC objects."""
@@ -86,9 +87,23 @@ _SIDE: dict[str, Literal["changed", "only_recorded", "only_got"]] = {
 def differences(recorded: Any, got: Any) -> list[Difference]:
     """Leaf-level differences between two JSON values, each at a path ``--ignore`` takes (the
     diff's walker, keys in sorted order, strings compared as strings)."""
+    from .jsonpath import leaf_differences
+
     return [Difference(path or "$", before, after, _SIDE[kind])
             for path, before, after, kind in leaf_differences(recorded, got, "",
                                                               sort_keys=True)]
+
+
+_JSONPATH: list[Any] = []
+
+
+def _jsonpath() -> Any:
+    """``mcprec.jsonpath``, imported at first use (an import statement per call costs ~1 µs)."""
+    if not _JSONPATH:
+        from . import jsonpath
+
+        _JSONPATH.append(jsonpath)
+    return _JSONPATH[0]
 
 
 # --- the matcher -----------------------------------------------------------------------------
@@ -143,8 +158,16 @@ class Matcher:
         self.cassette = cassette
         self.session = session
         self.options = options or MatchOptions()
-        self._ignore = tuple(parse_path(p) for p in self.options.ignore)
-        self._normalizer = Normalizer.build(self.options.normalize)
+        self._ignore: tuple[Any, ...] = ()
+        if self.options.ignore:
+            from .jsonpath import parse_path
+
+            self._ignore = tuple(parse_path(p) for p in self.options.ignore)
+        self._norm: Any = None  # built here when asked for (a bad spec fails now), else at use
+        if self.options.normalize:
+            from .normalize import Normalizer
+
+            self._norm = Normalizer.build(self.options.normalize)
         self._by_key: dict[tuple[str, str], _KeyState] = {}
         self._by_method: dict[str, list[Message]] = {}
         self._cache: dict[int, Message] = {}
@@ -153,7 +176,7 @@ class Matcher:
         self._strict_cursor = -1
         # stored keys hash the params as recorded: with ignores or normalizers, both sides'
         # canonical forms are compared instead (the same in every path below)
-        self._keyed = not self._ignore and not self.options.matchers and not self._normalizer
+        self._keyed = not self._ignore and not self.options.matchers and not self._norm
         # read-ahead windows: recorded traffic [0, _hi) is read; keys found there, in order
         self._hi = 0
         self._end: int | None = None  # the session's last seq + 1
@@ -305,11 +328,20 @@ class Matcher:
     def _next_client_request(self, after: int) -> Message | None:
         return self.cassette.next_request(self.session, after)
 
+    @property
+    def _normalizer(self) -> Any:
+        if self._norm is None:
+            from .normalize import Normalizer
+
+            self._norm = Normalizer.build(())
+        return self._norm
+
     def _canonical(self, obj: Any) -> bytes:
+        jp = _jsonpath()
         params = obj.get("params") if isinstance(obj, dict) else None
         request = {"method": obj.get("method"), "params": wire.strip_meta(params or {})}
-        form = self._normalizer.apply(remove_paths(request, self._ignore))
-        return wire.dumps(plain(form), sort_keys=True)
+        form = self._normalizer.apply(jp.remove_paths(request, self._ignore))
+        return wire.dumps(jp.plain(form), sort_keys=True)
 
     def _custom_ok(self, incoming: dict[str, Any], recorded: Any) -> bool:
         return all(m(incoming, recorded) for m in self.options.matchers)
@@ -392,5 +424,6 @@ class Matcher:
     def _comparable(self, obj: Any) -> Any:
         if not isinstance(obj, dict):
             return obj
+        jp = _jsonpath()
         params = wire.strip_meta(obj.get("params") or {})
-        return plain(self._normalizer.apply(remove_paths({"params": params}, self._ignore)))
+        return jp.plain(self._normalizer.apply(jp.remove_paths({"params": params}, self._ignore)))
