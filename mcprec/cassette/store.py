@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
@@ -160,8 +160,10 @@ class Message:
 _UNPARSED = object()
 
 
-@dataclass(frozen=True)
-class StderrLine:
+class StderrLine(NamedTuple):
+    """One line of the server's stderr. A named tuple, not a frozen dataclass: building that
+    was 0.6-0.8 ms of CPU at every replay's start-up."""
+
     t_ns: int
     line: str
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import _log, wire
@@ -63,16 +62,38 @@ Unmatched = Callable[[dict[str, Any], NoMatchError], bool]
 (the live fallback); False lets the engine answer it."""
 
 
-@dataclass
 class ReplayStats:
-    requests: int = 0
-    matched: int = 0
-    repeated: int = 0
-    unmatched: list[dict[str, Any]] = field(default_factory=list)
-    unanswered: list[dict[str, Any]] = field(default_factory=list)
-    """Matched requests the recording has no usable answer for (the server exited, the
-    session was cut off, the answer was recorded truncated), with the reason."""
-    forwarded: int = 0
+    """What a replay answered. A plain class, not a dataclass: building the dataclass was
+    0.6-0.7 ms of CPU at every replay's start-up (with its repr and equality kept)."""
+
+    __slots__ = ("requests", "matched", "repeated", "unmatched", "unanswered", "forwarded")
+
+    def __init__(self, requests: int = 0, matched: int = 0, repeated: int = 0,
+                 unmatched: list[dict[str, Any]] | None = None,
+                 unanswered: list[dict[str, Any]] | None = None, forwarded: int = 0) -> None:
+        self.requests = requests
+        self.matched = matched
+        self.repeated = repeated
+        self.unmatched: list[dict[str, Any]] = [] if unmatched is None else unmatched
+        self.unanswered: list[dict[str, Any]] = [] if unanswered is None else unanswered
+        """Matched requests the recording has no usable answer for (the server exited, the
+        session was cut off, the answer was recorded truncated), with the reason."""
+        self.forwarded = forwarded
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.requests, self.matched, self.repeated, self.unmatched, self.unanswered,
+                self.forwarded)
+
+    def __repr__(self) -> str:
+        return ("ReplayStats(" + ", ".join(f"{k}={v!r}" for k, v in zip(self.__slots__,
+                                                                         self._fields())) + ")")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReplayStats) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # as a dataclass with eq: unhashable
 
 
 error_response = wire.error_message
