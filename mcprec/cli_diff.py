@@ -100,7 +100,7 @@ def _run(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
         gate = resolve(config, ignore, normalize, fail_on, surface_only, fail_on_latency,
                        latency_threshold, latency_min_ms)
         result = gate.diff(a, b)
-        emit(result, fmt, color, html)
+        emit(result, fmt, color, html, latency=gate.fail_on_latency)
         return gate.exit_code(result)
     except McprecError as e:
         raise DiffCommandError(str(e)) from e
@@ -108,7 +108,8 @@ def _run(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
         raise DiffInterrupted("interrupted") from None
 
 
-def emit(result: Any, fmt: str, color: bool | None, html: str | None = None) -> None:
+def emit(result: Any, fmt: str, color: bool | None, html: str | None = None, *,
+         latency: bool = False) -> None:
     """Print ``result`` in ``fmt``; ``github``: annotations, then Markdown, which also goes to
     ``$GITHUB_STEP_SUMMARY`` when set. ``html``: also write the HTML page there."""
     if html is not None:
@@ -126,7 +127,7 @@ def emit(result: Any, fmt: str, color: bool | None, html: str | None = None) -> 
     elif fmt == "github":
         from .diff.report import github_annotations
 
-        lines = github_annotations(result)
+        lines = github_annotations(result, latency=latency)
         github_output(lines, result.to_markdown())
     else:
         use_color = sys.stdout.isatty() if color is None else color
@@ -259,7 +260,7 @@ def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], 
             raise DiffCommandError("several cassettes need --all")
         run = _verify_one(Path(cassette), session, server, timeout, target, gate, redact,
                           lint_run, update, single=True)
-        emit(run.result, fmt, color, html)
+        emit(run.result, fmt, color, html, latency=gate.fail_on_latency)
         return EXIT_DIFFERENT if run.failed else EXIT_EQUAL
     if session is not None:
         raise DiffCommandError("give -s SESSION or --all, not both")
@@ -287,7 +288,7 @@ def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], 
             runs.append(Run(c, s, error=str(e)))
         except DiffCommandError as e:
             runs.append(Run(c, s, error=e.format_message()))
-    emit_all(runs, fmt, color)
+    emit_all(runs, fmt, color, latency=gate.fail_on_latency)
     if any(r.error for r in runs):
         return EXIT_TROUBLE
     return EXIT_DIFFERENT if any(r.failed for r in runs) else EXIT_EQUAL
@@ -326,7 +327,7 @@ def _verify_one(cassette: Path, session: str | None, server: tuple[str, ...], ti
     return run
 
 
-def emit_all(runs: list[Any], fmt: str, color: bool | None) -> None:
+def emit_all(runs: list[Any], fmt: str, color: bool | None, *, latency: bool = False) -> None:
     """The report of ``verify --all``: each session's diff, then one summary."""
     from .diff.report import annotation, github_annotations, to_dict
 
@@ -353,7 +354,7 @@ def emit_all(runs: list[Any], fmt: str, color: bool | None) -> None:
                 lines.append(annotation("error", f"mcprec verify: {r.session}", r.error,
                                         str(r.cassette)))
             elif r.result is not None:
-                lines += github_annotations(r.result, str(r.cassette))
+                lines += github_annotations(r.result, str(r.cassette), latency=latency)
         github_output(lines, md)
         return
     use_color = sys.stdout.isatty() if color is None else color

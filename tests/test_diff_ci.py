@@ -215,3 +215,17 @@ def test_github_equal_prints_no_annotations(clock: SimpleNamespace) -> None:
     assert out.returncode == 0
     assert parse_annotations(out.stdout.decode()) == []
     assert out.stdout.decode().startswith("## ✅ mcprec diff")
+
+
+def test_github_latency_annotations_only_when_latency_counts(clock: SimpleNamespace) -> None:
+    """Flagged latencies are annotated with --fail-on-latency (then they fail), not without."""
+    flag_all = ["--latency-threshold", "0.0001", "--latency-min-ms", "0"]
+    quiet = run_mcprec("diff", clock.ref("r1"), clock.ref("r2"), *NORMALIZE, *flag_all,
+                       "--format", "github")
+    assert quiet.returncode == 0 and parse_annotations(quiet.stdout.decode()) == []
+    loud = run_mcprec("diff", clock.ref("r1"), clock.ref("r2"), *NORMALIZE, *flag_all,
+                      "--format", "github", "--fail-on-latency")
+    found = parse_annotations(loud.stdout.decode())
+    assert loud.returncode == 1
+    assert found and all(a["level"] == "warning" and a["title"].startswith("mcprec: slower: ")
+                         for a in found)

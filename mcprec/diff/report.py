@@ -370,10 +370,12 @@ def annotation(level: str, title: str, message: str, file: str | None = None) ->
     return f"::{level} {','.join(props)}::{escape_data(message)}"
 
 
-def github_annotations(r: DiffResult, file: str | None = None) -> list[str]:
+def github_annotations(r: DiffResult, file: str | None = None, *,
+                       latency: bool = False) -> list[str]:
     """One annotation per finding: ``error`` for breaking ones, ``warning`` for the rest
-    (warning and compatible changes, differing exchanges, latency regressions, notes), most
-    severe first. ``file``: the path to annotate (default: B's cassette)."""
+    (warning and compatible changes, differing exchanges, notes; latency regressions with
+    ``latency``, when they count: ``--fail-on-latency``), most severe first. ``file``: the path
+    to annotate (default: B's cassette)."""
     where = str(r.b.cassette) if file is None else file
     pair = f"{r.a.label} → {r.b.label}"
     found: list[tuple[int, str]] = []
@@ -392,7 +394,7 @@ def github_annotations(r: DiffResult, file: str | None = None) -> list[str]:
         title = f"mcprec: {sev} exchange: {e.label}"
         found.append((rank[sev], annotation("error" if sev == "breaking" else "warning", title,
                                             "\n".join([*lines, pair]), where)))
-    for row in r.latency_regressions:
+    for row in r.latency_regressions if latency else ():
         found.append((1, annotation(
             "warning", f"mcprec: slower: {row.key}",
             f"p50 {_ms(row.p50_a_ms)} → {_ms(row.p50_b_ms)} ms ({_ratio(row)}) ({pair})",
