@@ -167,11 +167,17 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--requests", type=int, default=5000)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--baseline", default=None, metavar="DIR",
+                    help="also replay the small cassette with mcprec imported from this source "
+                         "tree (`replay_before`; e.g. `git archive <commit> mcprec | tar -x -C "
+                         "DIR`), for before/after numbers in one run")
     args = ap.parse_args()
     n = args.requests
     import compileall
 
     compileall.compile_dir(str(REPO / "mcprec"), quiet=1)
+    if args.baseline:
+        compileall.compile_dir(str(Path(args.baseline) / "mcprec"), quiet=1)
     tmp = Path(tempfile.mkdtemp(prefix="mcprec-bench-replay-"))
     small, big = tmp / "small.db", tmp / "big.db"
     make_cassette(small, n, max(0, 500 - n))
@@ -182,19 +188,24 @@ def main() -> None:
     trivial = [sys.executable, str(HERE / "trivial_server.py")]
     res: dict[str, list[float]] = {k: [] for k in (
         "live", "raw", "replay_small", "replay_big", "first_small", "first_big", "call_small",
-        "call_big", "baseline")}
+        "call_big", "baseline", "replay_before", "first_before", "call_before")}
+    before_env = {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())} \
+        if args.baseline else env
     for r in range(args.rounds):
         configs = [("live", trivial), ("raw", echo), ("replay_small", [*replay, str(small)]),
                    ("replay_big", [*replay, str(big)])]
-        configs = configs[r % 4:] + configs[:r % 4]
+        if args.baseline:
+            configs.append(("replay_before", [*replay, str(small)]))
+        k = r % len(configs)
+        configs = configs[k:] + configs[:k]
         for name, argv in configs:
-            rps, first, call = drive(argv, n, env)
+            rps, first, call = drive(argv, n, before_env if name == "replay_before" else env)
             res[name].append(rps)
             if name.startswith("replay"):
                 res["first_" + name.split("_")[1]].append(first)
                 res["call_" + name.split("_")[1]].append(call)
         res["baseline"].append(startup_baseline())
-    med = {k: statistics.median(v) for k, v in res.items()}
+    med = {k: statistics.median(v) for k, v in res.items() if v}
     ratio = med["replay_small"] / med["live"]
     scaling = med["replay_small"] / med["replay_big"]  # time ratio big/small
     startup = med["first_small"] / med["baseline"]
@@ -208,6 +219,12 @@ def main() -> None:
     print(f"  replay, ~{2 * 500:,} msgs     {med['replay_small']:>10,.0f} req/s   "
           f"{ratio:.2f}x live")
     print(f"  replay, ~{2 * 50_000:,} msgs  {med['replay_big']:>10,.0f} req/s")
+    if args.baseline:
+        print(f"  replay before, ~{2 * 500:,} {med['replay_before']:>10,.0f} req/s   "
+              f"{med['replay_before'] / med['live']:.2f}x live; first answer "
+              f"{med['first_before'] * 1000:.0f} ms "
+              f"({med['first_before'] / med['baseline']:.2f}x), first tools/call "
+              f"{med['call_before'] * 1000:.0f} ms")
     print(f"  first answer (initialize): replay {med['first_small'] * 1000:.0f} ms (small), "
           f"{med['first_big'] * 1000:.0f} ms (big); python -c 'import sqlite3' "
           f"{med['baseline'] * 1000:.0f} ms")
