@@ -92,12 +92,14 @@ def test_show_defaults_to_the_latest_session(rec: SimpleNamespace) -> None:
 
 
 def test_show_text_has_a_header_and_a_line_per_message(rec: SimpleNamespace) -> None:
-    """`show` prints the session header, then one line per message with its method."""
+    """`show` prints the session header (with the rules that redacted it), then one line per
+    message with its method."""
     lines = ok("show", str(rec.path), "sdk").decode().splitlines()
     s = rec.sessions["sdk"]
     assert lines[0].startswith("session sdk  [complete]  stdio")
     assert f"server mcprec-test-server 1.0.0  protocol {s.protocol_version}" in lines[1]
-    body = lines[2:]
+    assert lines[2] == "redaction credentials (replace)"
+    body = lines[3:]
     assert len(body) == s.message_count
     for line, m in zip(body, rec.messages["sdk"]):
         assert line.split()[0] == str(m.seq)
