@@ -51,7 +51,7 @@ def test_recording_ends_after_the_silence(upstream: Any, tmp_path: Path) -> None
     assert proxy.popen.returncode == 0, proxy.stderr_text()
     notes = [line for line in proxy.err if "--max-idle" in line]
     assert len(notes) == 1 and notes[0].startswith("mcprec: no traffic for 3 s")
-    assert "Traceback" not in proxy.stderr_text()
+    assert "Traceback" not in proxy.stderr_text(), proxy.stderr_text()
     with open_cassette(cassette) as c:
         s = c.session("idle")
         assert s.status == "complete" and s.ended_at is not None
