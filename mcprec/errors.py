@@ -16,7 +16,10 @@ Every message says what happened, to what, and what to do about it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+# typing is imported for type checkers only: at run time it cost replay's start-up ~3-5 ms
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class McprecError(Exception):

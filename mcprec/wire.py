@@ -6,9 +6,13 @@ Nothing here raises on garbage: bytes that are not JSON-RPC become a message of 
 
 from __future__ import annotations
 
+import collections
 import json
 import re
-from typing import Any, Callable, Final, NamedTuple
+# typing is imported for type checkers only: at run time it cost replay's start-up ~3-5 ms
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Final, NamedTuple
 
 import orjson
 
@@ -50,19 +54,25 @@ KINDS: Final = tuple(Kind)
 _MISSING: Final = object()
 
 
-class Classified(NamedTuple):
-    """What one message is, as far as JSON-RPC goes.
+_CLASSIFIED_DOC = """What one message is, as far as JSON-RPC goes: ``kind``; ``rpc_id``, the JSON text
+of the id (``1`` and ``"1"`` stay distinct) or None; ``method``; ``obj``, the parsed message, or
+None when it is not JSON.
 
-    A named tuple, not a frozen dataclass: creating the class at import took 1.5-3 ms of replay's
-    start-up (a frozen dataclass with slots is built twice), and each instance (one per message
-    recorded or replayed) 0.50-0.65 µs, the named tuple 0.24 µs."""
+A named tuple, not a frozen dataclass: creating the class at import took 1.5-3 ms of replay's
+start-up (a frozen dataclass with slots is built twice), and each instance (one per message
+recorded or replayed) 0.50-0.65 µs, the named tuple 0.24 µs. Made with ``collections`` at run
+time, so that ``typing`` is not imported."""
 
-    kind: str
-    rpc_id: str | None = None
-    """The JSON text of the id (``1`` and ``"1"`` stay distinct), or None."""
-    method: str | None = None
-    obj: Any = None
-    """The parsed message, or None when it is not JSON."""
+if TYPE_CHECKING:
+    class Classified(NamedTuple):
+        kind: str
+        rpc_id: str | None = None
+        method: str | None = None
+        obj: Any = None
+else:
+    Classified = collections.namedtuple("Classified", ("kind", "rpc_id", "method", "obj"),
+                                        defaults=(None, None, None))
+    Classified.__doc__ = _CLASSIFIED_DOC
 
 
 # every digit becomes "1", anything else "0": a run of 19 digits is a run of 19 "1"s, found by

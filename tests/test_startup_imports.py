@@ -1,0 +1,24 @@
+"""What the click-free replay path imports before its first answer (issue 11: start-up).
+
+Each of these was measured as milliseconds of every replay's start-up (``python -X importtime``):
+typing ~3-5 ms, logging 5-10 ms, jsonpath and normalize 2.2-2.7 ms together. A module on the
+lean path that imports one of them again at run time fails here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from helpers import REPO
+
+NOT_ON_THE_LEAN_PATH = ("typing", "logging", "asyncio", "click", "mcprec.jsonpath",
+                        "mcprec.normalize")
+
+
+def test_the_lean_replay_path_imports_none_of_them() -> None:
+    code = ("import sys, mcprec._entry, mcprec.replay, mcprec.replay.playback, "
+            "mcprec.replay.lean, mcprec.cassette.store, mcprec.matching, mcprec.wire\n"
+            f"print(sorted(set({NOT_ON_THE_LEAN_PATH!r}) & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=REPO, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
