@@ -22,6 +22,7 @@ from .. import wire
 from ..cassette import Cassette, Session, SessionWriter
 from ..cassette.writer import AUTO
 from ..errors import ReplayError
+from ..transports.http_client import HTTPClientError, StreamableHTTPClient
 from .live import _append_writer
 
 if TYPE_CHECKING:
@@ -48,9 +49,10 @@ class LiveHTTP:
         self.cassette = cassette
         self.session = session
         self.timeout = timeout
-        self._client: Any = None
-        self._sid: str | None = None
-        self._version: str | None = None
+        self._http = StreamableHTTPClient(
+            self._endpoint, timeout=timeout,
+            headers={"authorization": self._authorization.decode()}
+            if self._authorization is not None else None)
         self._starting = asyncio.Lock()
         self._started = False
         self._ids = itertools.count(1)
@@ -73,13 +75,7 @@ class LiveHTTP:
                 await task
             except BaseException:  # noqa: BLE001 - cancelled, or failed: it is over either way
                 pass
-        if self._client is not None:
-            if self._sid:
-                try:
-                    await self._client.delete(self._endpoint, headers=self._headers())
-                except Exception:  # noqa: BLE001 - the server may be gone already
-                    pass
-            await self._client.aclose()
+        await self._http.close()
         if self._writer is not None:
             self._writer.close(status=self.session.status)
 
@@ -121,25 +117,11 @@ class LiveHTTP:
 
     # --- internals --------------------------------------------------------------------------
 
-    def _headers(self) -> dict[str, str]:
-        h = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-        if self._authorization is not None:
-            h["authorization"] = self._authorization.decode()
-        if self._sid:
-            h["mcp-session-id"] = self._sid
-        if self._version:
-            h["mcp-protocol-version"] = self._version
-        return h
-
     async def _ensure_started(self) -> None:
         async with self._starting:
             if self._started:
                 return
-            import httpx
-
-            if self._client is None:  # kept when a first try failed: the next one reuses it
-                self._client = httpx.AsyncClient(
-                    timeout=httpx.Timeout(self.timeout, connect=10.0), trust_env=False)
+            await self._http.open()  # kept when a first try failed: the next one reuses it
             init = self.cassette.requests(self.session, "initialize")
             if init:
                 try:
@@ -154,12 +136,12 @@ class LiveHTTP:
                     raise ReplayError(f"the live server at {self.url} refused initialize: "
                                       f"{wire.dumps(answer).decode()[:200]}")
                 if isinstance(result.get("protocolVersion"), str):
-                    self._version = result["protocolVersion"]
+                    self._http.protocol_version = result["protocolVersion"]
                 await self._notify({"jsonrpc": "2.0", "method": "notifications/initialized"},
                                    record=False)
             self._writer = _append_writer(self.cassette, self.session)
             self._started = True
-            if self._sid:  # a stateful server: its own messages come on the GET stream
+            if self._http.session_id:  # a stateful server: its own messages come on the GET stream
                 opened = asyncio.Event()
                 self._listener = asyncio.get_running_loop().create_task(self._listen(opened))
                 # open before the first forwarded request: what the server sends there with no
@@ -171,22 +153,12 @@ class LiveHTTP:
 
     async def _listen(self, opened: asyncio.Event) -> None:
         """The live session's GET stream, for as long as it lasts."""
-        import httpx
 
-        from ..transports.sse import SSEParser
+        async def received(data: bytes, _how: dict[str, Any]) -> None:
+            self._from_get(data)
 
-        headers = {**self._headers(), "accept": "text/event-stream"}
         try:
-            async with self._client.stream("GET", self._endpoint, headers=headers,
-                                           timeout=httpx.Timeout(None, connect=10.0)) as resp:
-                opened.set()
-                if resp.status_code != 200:
-                    return
-                parser = SSEParser()
-                async for chunk in resp.aiter_bytes():
-                    for ev in parser.feed(chunk):
-                        if ev.data:
-                            self._from_get(ev.data)
+            await self._http.listen(received, lambda _status: opened.set())
         except Exception:  # noqa: BLE001 - the stream ended; forwarded requests go on
             return
 
@@ -231,51 +203,35 @@ class LiveHTTP:
         if record:
             self._record(wire.CLIENT_TO_SERVER, raw, {"exchange": exchange, "method": "POST"})
         try:  # a 202 with no body: nothing more to record
-            await self._client.post(self._endpoint, content=raw, headers=self._headers())
-        except Exception as e:  # noqa: BLE001 - httpx's errors: one line
+            await self._http.post(raw, _nothing)
+        except HTTPClientError as e:
             raise ReplayError(f"the live server at {self.url} could not be reached: "
-                              f"{type(e).__name__}: {e}") from None
+                              f"{e.reason}") from None
 
     async def _post(self, obj: dict[str, Any], engine: AsyncPlayback | None,
                     related: str | None, *, record: bool = True) -> dict[str, Any] | None:
         """POST a request; relay what comes back on its response; return its answer."""
-        from ..transports.sse import SSEParser
-
         raw = wire.dumps(obj)
         rid = wire.id_text(obj.get("id"))
         exchange = next(self._exchanges)
         if record:
             self._record(wire.CLIENT_TO_SERVER, raw, {"exchange": exchange, "method": "POST"})
         answer: dict[str, Any] | None = None
+
+        async def received(data: bytes, how: dict[str, Any]) -> None:
+            nonlocal answer
+            found = await self._from_server(data, {"exchange": exchange, **how}, rid, engine,
+                                            related, record)
+            answer = found if found is not None else answer
+
         try:
-            async with self._client.stream("POST", self._endpoint, content=raw,
-                                           headers=self._headers()) as resp:
-                sid = resp.headers.get("mcp-session-id")
-                if sid and not self._sid:
-                    self._sid = sid
-                meta = {"exchange": exchange, "status": resp.status_code}
-                if resp.headers.get("content-type", "").startswith("text/event-stream"):
-                    parser = SSEParser()
-                    async for chunk in resp.aiter_bytes():
-                        for ev in parser.feed(chunk):
-                            if ev.data:
-                                found = await self._from_server(
-                                    ev.data, {**meta, "content_type": "sse"}, rid, engine,
-                                    related, record)
-                                answer = found if found is not None else answer
-                else:
-                    body = await resp.aread()
-                    if body and "json" in resp.headers.get("content-type", ""):
-                        answer = await self._from_server(
-                            body, {**meta, "content_type": "json"}, rid, engine, related, record)
-                    elif resp.status_code >= 400:
-                        raise ReplayError(f"the live server at {self.url} answered "
-                                          f"{obj.get('method')} with HTTP {resp.status_code}")
-        except ReplayError:
-            raise
-        except Exception as e:  # noqa: BLE001 - httpx's errors: one line
+            reply = await self._http.post(raw, received)
+        except HTTPClientError as e:
             raise ReplayError(f"the live server at {self.url} could not be reached: "
-                              f"{type(e).__name__}: {e}") from None
+                              f"{e.reason}") from None
+        if not reply.messages and reply.status >= 400:
+            raise ReplayError(f"the live server at {self.url} answered {obj.get('method')} "
+                              f"with HTTP {reply.status}")
         return answer
 
     async def _from_server(self, data: bytes, http: dict[str, Any], rid: str,
@@ -315,3 +271,7 @@ class _ClientLive:
 
     async def aclose(self) -> None:
         pass
+
+
+async def _nothing(_data: bytes, _how: dict[str, Any]) -> None:
+    """A notification's or an answer's POST: the server says nothing back on it."""

@@ -26,7 +26,12 @@ BOTH = "application/json, text/event-stream"
 
 
 class HTTPClientError(McprecError):
-    """A request to the server failed at the HTTP level (refused, reset, timed out)."""
+    """A request to the server failed at the HTTP level (refused, reset, timed out);
+    ``reason`` says how, without the URL."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
@@ -58,6 +63,9 @@ class StreamableHTTPClient:
         self._http: Any = None
 
     async def open(self) -> None:
+        """Ready to send (again a no-op once open)."""
+        if self._http is not None:
+            return
         import httpx
 
         self._http = httpx.AsyncClient(
@@ -102,7 +110,8 @@ class StreamableHTTPClient:
                     reply.body = body
                 return reply
         except httpx.HTTPError as e:
-            raise HTTPClientError(f"POST {self.url} failed: {type(e).__name__}: {e}") from None
+            reason = f"{type(e).__name__}: {e}"
+            raise HTTPClientError(f"POST {self.url} failed: {reason}", reason) from None
 
     async def listen(self, on_message: OnMessage, opened: Callable[[int], None] | None = None
                      ) -> None:
