@@ -36,7 +36,7 @@ from .modes import MODES, Mode
 DEFAULT_SESSION = "default"
 _MARKER_KEYS = {"cassette", "session", "server", "target", "mode", "assert_all_played",
                 "allow_unmatched", "ignore", "strict_order", "repeat", "timing", "faults",
-                "seed", "normalize"}
+                "seed", "normalize", "max_gap", "protocol_version"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,7 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "mcprec(cassette=None, session=None, server=None, target=None, mode=None, "
         "assert_all_played=False, allow_unmatched=False, ignore=(), strict_order=False, "
-        "repeat='last', timing='none', faults=(), seed=None, normalize=()): configure the mcprec "
+        "repeat='last', timing='none', max_gap=None, protocol_version='recorded', faults=(), "
+        "seed=None, normalize=()): configure the mcprec "
         "replay for this test",
     )
     config.addinivalue_line(
@@ -91,6 +92,21 @@ def record_mode(config: pytest.Config, marker_mode: str | None) -> Mode:
             except UsageError as e:
                 raise pytest.UsageError(f"mcprec: {e}") from None
     return Mode.NONE
+
+
+def _pacing(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The marker's ``max_gap`` (``"500ms"``, or seconds as a number) and ``protocol_version``
+    (``"recorded"`` or ``"rewrite"``), as the replay's arguments."""
+    out: dict[str, Any] = {}
+    gap = kwargs.get("max_gap")
+    if gap is not None:
+        out["max_gap"] = str(gap)
+    version = kwargs.get("protocol_version", "recorded")
+    if version not in ("recorded", "rewrite"):
+        pytest.fail(f"mcprec marker: protocol_version is {version!r}; choose recorded or "
+                    "rewrite", pytrace=False)
+    out["protocol_version"] = version
+    return out
 
 
 def _faults(kwargs: dict[str, Any]) -> tuple[str, ...]:
@@ -325,7 +341,7 @@ def mcprec_server(
             options=_match_options(kwargs), timing=str(kwargs.get("timing", "none")),
             report_path=tmp_path_factory.mktemp("mcprec") / "report.json",
             allow_unmatched=bool(kwargs.get("allow_unmatched", False)),
-            faults=_faults(kwargs), seed=kwargs.get("seed"),
+            faults=_faults(kwargs), seed=kwargs.get("seed"), **_pacing(kwargs),
         )
 
         def verdict(final: bool, captured: str) -> str | None:
@@ -391,7 +407,8 @@ def _replay_http(request: pytest.FixtureRequest, kwargs: dict[str, Any], cassett
                             timing=str(kwargs.get("timing", "none")),
                             report_path=tmp_path_factory.mktemp("mcprec") / "report.json",
                             allow_unmatched=bool(kwargs.get("allow_unmatched", False)),
-                            faults=_faults(kwargs), seed=kwargs.get("seed")) as server:
+                            faults=_faults(kwargs), seed=kwargs.get("seed"),
+                            **_pacing(kwargs)) as server:
 
         def verdict(final: bool, captured: str) -> str | None:
             if not final:

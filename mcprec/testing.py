@@ -43,6 +43,8 @@ def replay_args(
     allow_unmatched: bool = False,
     faults: Sequence[str] = (),
     seed: int | None = None,
+    max_gap: str | None = None,
+    protocol_version: str = "recorded",
 ) -> list[str]:
     """The arguments of ``mcprec replay`` for these settings, defaults left out: the plain form
     (cassette, session, report) is the one the click-free entry point serves, which every test
@@ -59,6 +61,10 @@ def replay_args(
         args += ["--session", session]
     if timing != "none":
         args += ["--timing", timing]
+    if max_gap is not None:
+        args += ["--max-gap", max_gap]
+    if protocol_version != "recorded":
+        args += ["--protocol-version", protocol_version]
     if opts.repeat != "last":
         args += ["--repeat", opts.repeat]
     if opts.strict_order:
@@ -94,6 +100,10 @@ class ReplayServer:
     faults: Sequence[str] = ()
     """Fault rules (``mcprec replay --fault``; see docs/faults.md)."""
     seed: int | None = None
+    max_gap: str | None = None
+    """With ``timing``: the longest recorded pause replayed (``mcprec replay --max-gap``)."""
+    protocol_version: str = "recorded"
+    """``rewrite``: answer ``initialize`` with the client's protocol version."""
     launched: bool = field(default=False, init=False, compare=False)
     """Whether the launch parameters were read (``args``, ``argv`` or ``params``): a test that
     never read them never started the replay, and no report will come."""
@@ -108,7 +118,8 @@ class ReplayServer:
         args = ["-m", "mcprec", *replay_args(
             self.cassette, session=self.session, mode=self.mode, options=self.options,
             timing=self.timing, report_path=self.report_path,
-            allow_unmatched=self.allow_unmatched, faults=self.faults, seed=self.seed)]
+            allow_unmatched=self.allow_unmatched, faults=self.faults, seed=self.seed,
+            max_gap=self.max_gap, protocol_version=self.protocol_version)]
         if self.server and Mode.parse(self.mode).may_record:  # replay alone never starts it
             args += ["--", *self.server]
         return args
@@ -156,11 +167,14 @@ def replay_server(
     allow_unmatched: bool = False,
     faults: Sequence[str] = (),
     seed: int | None = None,
+    max_gap: str | None = None,
+    protocol_version: str = "recorded",
 ) -> ReplayServer:
     return ReplayServer(
         Path(cassette), session, mode, list(server), options or MatchOptions(), timing,
         Path(report_path) if report_path is not None else None,
-        allow_unmatched=allow_unmatched, faults=tuple(faults), seed=seed,
+        allow_unmatched=allow_unmatched, faults=tuple(faults), seed=seed, max_gap=max_gap,
+        protocol_version=protocol_version,
     )
 
 
@@ -380,12 +394,15 @@ def replay_http_server(
     allow_unmatched: bool = False,
     faults: Sequence[str] = (),
     seed: int | None = None,
+    max_gap: str | None = None,
+    protocol_version: str = "recorded",
 ) -> Iterator[HTTPReplayServer]:
     """Run ``mcprec replay --http`` on a free port for the duration of the block; yields an
     ``HTTPReplayServer`` whose ``url`` the client under test connects to."""
     argv = [sys.executable, "-m", "mcprec", *replay_args(
         cassette, session=session, options=options, timing=timing, report_path=report_path,
-        allow_unmatched=allow_unmatched, faults=faults, seed=seed), "--http", "--listen",
+        allow_unmatched=allow_unmatched, faults=faults, seed=seed, max_gap=max_gap,
+        protocol_version=protocol_version), "--http", "--listen",
         "127.0.0.1:0"]
     with _serving(argv, "mcprec replay --http", startup_timeout) as (proc, url, err, drained):
         server = HTTPReplayServer(url, proc, Path(report_path) if report_path is not None
