@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from helpers import ClientRun, dump, record_scenario, run_mcprec
 from mcprec.cassette import open_cassette, open_session_writer
-from mcprec.cli_diff import diff_command
+from mcprec.cli.diff import diff_command
 from mcprec.diff import DiffResult, assert_no_breaking_changes, diff, diff_sessions
 
 C2S, S2C = "client_to_server", "server_to_client"

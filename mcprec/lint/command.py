@@ -1,4 +1,4 @@
-"""``mcprec lint``: the click layer over ``mcprec.lint``. Registered in ``mcprec/cli.py``.
+"""``mcprec lint``: the click layer over ``mcprec.lint``. Registered in ``mcprec/cli/__init__.py``.
 
 Exit codes: 0 clean (nothing at or above ``--fail-on``), 1 findings, 2 trouble (bad arguments
 or config, a cassette or session that does not exist), each printed as one line.

@@ -1,4 +1,4 @@
-"""``mcprec view``: the click layer over ``mcprec.view``. Registered in ``cli.py``."""
+"""``mcprec view``: the click layer over ``mcprec.view``. Registered in ``cli/__init__.py``."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def view_command(cassette: str, session: str | None, listen: str, no_open: bool,
     if html is not None:
         _write_html(cassette, session, diff, html)
         return
-    from .view import serve_view
+    from ..view import serve_view
 
     sys.exit(serve_view(cassette, session, listen=listen, open_browser=not no_open, diff=diff,
                         allowed_hosts=allow_host, allowed_origins=allow_origin))
@@ -54,10 +54,10 @@ def view_command(cassette: str, session: str | None, listen: str, no_open: bool,
 
 def _write_html(cassette: str, session: str | None, diff: tuple[str, str] | None,
                 out: str) -> None:
-    from .view.export import diff_html, view_html
+    from ..view.export import diff_html, view_html
 
     if diff:
-        from .diff import diff_sessions
+        from ..diff import diff_sessions
 
         text = diff_html(diff_sessions(cassette, diff[0], cassette, diff[1]))
     else:
@@ -69,7 +69,7 @@ def _write_html(cassette: str, session: str | None, diff: tuple[str, str] | None
         with open(out, "wb") as f:
             f.write(text.encode("utf-8", "replace"))
     except OSError as e:
-        from .cli import McprecCommandError
+        from ._common import McprecCommandError
 
         raise McprecCommandError(f"cannot write {out}: {e.strerror}", 2) from e
     click.echo(f"mcprec: wrote {out}", err=True)

@@ -1,7 +1,7 @@
 """``mcprec diff``: the click layer over ``mcprec.diff``.
 
 Exit codes as diff(1): 0 equal, 1 different, 2 trouble (every ``McprecError``, printed as one
-line ``mcprec: ...``). Registered in ``cli.py`` with ``cli.add_command(diff_command)``.
+line ``mcprec: ...``). Registered in ``cli/__init__.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from ..errors import McprecError
+from ._common import McprecCommandError, _redactor, _ServerCommand, redaction_options
 
 EXIT_EQUAL, EXIT_DIFFERENT, EXIT_TROUBLE = 0, 1, 2
 
@@ -48,7 +51,7 @@ class Gate:
     latency_min_ms: float = 5.0
 
     def diff(self, a: str, b: str | None) -> Any:
-        from .diff import diff
+        from ..diff import diff
 
         return diff(a, b, ignore=self.ignore, normalize=self.normalize,
                     surface_only=self.surface_only, latency_threshold=self.latency_threshold,
@@ -65,9 +68,9 @@ def resolve(config: str | None, ignore: tuple[str, ...] = (), normalize: tuple[s
             latency_min_ms: float | None = None) -> Gate:
     """The command line over the config file (``--config``, else ./mcprec.toml and
     ./pyproject.toml): ignores and normalizers add up, the rest the command line decides."""
-    from .diff import load_config
-    from .diff.api import DEFAULT_LATENCY_MIN_MS, DEFAULT_LATENCY_THRESHOLD
-    from .normalize import Normalizer, split_specs
+    from ..diff import load_config
+    from ..diff.api import DEFAULT_LATENCY_MIN_MS, DEFAULT_LATENCY_THRESHOLD
+    from ..normalize import Normalizer, split_specs
 
     settings = load_config(config)
     for warning in settings.warnings:
@@ -94,7 +97,7 @@ def _run(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
     """Diff, print the report, return the exit status; errors become ``DiffCommandError``
     (exit 2). Also used by ``mcprec verify``. ``html``: also write the report as one HTML
     page there."""
-    from .errors import McprecError
+    from ..errors import McprecError
 
     try:
         gate = resolve(config, ignore, normalize, fail_on, surface_only, fail_on_latency,
@@ -113,19 +116,19 @@ def emit(result: Any, fmt: str, color: bool | None, html: str | None = None, *,
     """Print ``result`` in ``fmt``; ``github``: annotations, then Markdown, which also goes to
     ``$GITHUB_STEP_SUMMARY`` when set. ``html``: also write the HTML page there."""
     if html is not None:
-        from .diff.report import to_html
+        from ..diff.report import to_html
 
         write_file(html, to_html(result))
     if fmt == "json":
         click.echo(result.to_json())
     elif fmt == "html":
-        from .diff.report import to_html
+        from ..diff.report import to_html
 
         click.echo(to_html(result), nl=False)
     elif fmt == "markdown":
         click.echo(result.to_markdown(), nl=False)
     elif fmt == "github":
-        from .diff.report import github_annotations
+        from ..diff.report import github_annotations
 
         lines = github_annotations(result, latency=latency)
         github_output(lines, result.to_markdown())
@@ -243,7 +246,7 @@ def diff_command(a: str, b: str | None, ignore: tuple[str, ...], config: str | N
                   fmt, color, fail_on=fail_on, surface_only=surface_only, normalize=normalize))
 
 
-# --- mcprec verify (the command's options live in cli.py) -------------------------------------
+# --- mcprec verify ------------------------------------------------------------------------------
 
 
 def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], *,
@@ -253,7 +256,7 @@ def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], 
     """Verify one session (``-s``, default the latest reference) or, with ``all_sessions``,
     every reference session of every cassette given; report; return the exit status (0 all
     passed, 1 a session failed the gate, 2 a session could not be verified)."""
-    from .verify import Run, expand_cassettes, reference_sessions
+    from ..verify import Run, expand_cassettes, reference_sessions
 
     if not all_sessions:
         if extra:
@@ -269,7 +272,7 @@ def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], 
     if fmt == "html" or html is not None:
         raise DiffCommandError("--all makes one summary of many sessions: use --format "
                                "text, markdown, github or json (not html)")
-    from .errors import McprecError
+    from ..errors import McprecError
 
     try:
         cassettes = expand_cassettes([cassette, *extra])
@@ -297,8 +300,8 @@ def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], 
 def _verify_one(cassette: Path, session: str | None, server: tuple[str, ...], timeout: float,
                 target: str | None, gate: Gate, redact: Any, lint_run: bool, update: bool, *,
                 single: bool) -> Any:
-    from .errors import McprecError
-    from .verify import Run, accept, refs, run_verification
+    from ..errors import McprecError
+    from ..verify import Run, accept, refs, run_verification
 
     try:
         v = run_verification(cassette, list(server), target=target, session=session,
@@ -315,8 +318,8 @@ def _verify_one(cassette: Path, session: str | None, server: tuple[str, ...], ti
     run = Run(cassette, v.original, v, result)
     run.failed = gate.exit_code(result) != EXIT_EQUAL or bool(v.drive.timed_out)
     if lint_run:
-        from .lint.api import lint
-        from .lint.report import render
+        from ..lint.api import lint
+        from ..lint.report import render
 
         found = lint([str(cassette)], session=v.new)
         click.echo(render(found, "text"), err=True, nl=False)
@@ -329,7 +332,7 @@ def _verify_one(cassette: Path, session: str | None, server: tuple[str, ...], ti
 
 def emit_all(runs: list[Any], fmt: str, color: bool | None, *, latency: bool = False) -> None:
     """The report of ``verify --all``: each session's diff, then one summary."""
-    from .diff.report import annotation, github_annotations, to_dict
+    from ..diff.report import annotation, github_annotations, to_dict
 
     if fmt == "json":
         import json
@@ -396,7 +399,7 @@ def _text_all(runs: list[Any]) -> str:
 
 
 def _markdown_all(runs: list[Any]) -> str:
-    from .diff.report import _cell, _code
+    from ..diff.report import _cell, _code
 
     failed = any(r.failed or r.error for r in runs)
     out = [f"## {'❌' if failed else '✅'} mcprec verify --all: {_overall(runs)}", "",
@@ -412,3 +415,85 @@ def _markdown_all(runs: list[Any]) -> str:
         out += ["", f"<details><summary>{r.cassette}:{r.session}</summary>", "",
                 "#" + body, "</details>"]
     return "\n".join(out).rstrip() + "\n"
+
+
+class _VerifyCommand(_ServerCommand):
+    """verify's positional arguments: with --all, the cassettes before ``--``, the server after."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["mcprec.server_args"] = (len(args) - args.index("--") - 1 if "--" in args
+                                          else None)
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_VerifyCommand, context_settings={"ignore_unknown_options": True})
+@click.argument("cassette", type=click.Path())
+@click.option("-s", "--session", help="The recorded session to verify against (default: latest).")
+@click.option("--all", "all_sessions", is_flag=True,
+              help="Verify every recorded session of CASSETTE, or of several cassettes (give "
+                   "them before `--`) or directories of *.db files: one summary, one exit "
+                   "status.")
+@click.option("--timeout", type=float, default=30.0, show_default=True,
+              help="Seconds to wait for each answer from the server under test.")
+@click.option("--update", is_flag=True,
+              help="Accept the new run as the reference: it replaces the recorded session.")
+@click.option("--target", metavar="URL",
+              help="Verify a Streamable HTTP server at URL instead of a stdio command.")
+@click.option("--ignore", "ignore", multiple=True, metavar="PATH",
+              help="JSON path to leave out of the comparison (repeatable), as for `diff`.")
+@click.option("--config", type=click.Path(dir_okay=False),
+              help="TOML file with a [diff] table, as for `diff`.")
+@click.option("--fail-on-latency/--no-fail-on-latency", default=None,
+              help="Count flagged latencies as a difference.")
+@gate_options
+@click.option("-f", "--format", "fmt",
+              type=click.Choice(["text", "json", "markdown", "html", "github"]), default="text",
+              show_default=True, help="Report format (html: one self-contained page; github: "
+              "workflow annotations and the Markdown, also to $GITHUB_STEP_SUMMARY).")
+@click.option("--html", "html", type=click.Path(dir_okay=False), metavar="OUT.html",
+              help="Also write the report as one self-contained HTML page (a CI artifact).")
+@click.option("--color/--no-color", default=None, help="Colour the text report.")
+@click.option("--lint", "lint_run", is_flag=True,
+              help="Also lint the new run against the spec (`mcprec lint`): findings make the "
+                   "exit code 1.")
+@redaction_options
+@click.argument("server", nargs=-1, type=click.UNPROCESSED)
+def verify(cassette: str, session: str | None, timeout: float, update: bool, target: str | None,
+           ignore: tuple[str, ...], config: str | None, fail_on_latency: bool | None, fmt: str,
+           html: str | None, color: bool | None, lint_run: bool, redact_paths: tuple[str, ...],
+           redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...],
+           server: tuple[str, ...], all_sessions: bool = False, fail_on: str | None = None,
+           surface_only: bool | None = None, normalize: tuple[str, ...] = ()) -> None:
+    """Check a new build of a server against a recording: the regression test for servers.
+
+    mcprec plays the recorded client (requests in order, the server's own requests answered
+    from the recording) against SERVER, records that run as a new session tagged as a
+    verification of the original, and diffs the two. Exits like `diff`: 0 same, 1 different
+    (with --fail-on: a difference that severe), 2 trouble. With --all: every recorded session,
+    one summary, and 2 if any session could not be verified, else 1 if any failed.
+
+    \b
+      mcprec verify cassettes/weather.db -- python weather_server.py --v2
+      mcprec verify cassettes/remote.db --target http://127.0.0.1:8000/mcp
+      mcprec verify --all cassettes/ --fail-on breaking --format github -- python srv.py
+    """
+    from .diff import DiffCommandError, resolve, verify_main
+
+    extra: tuple[str, ...] = ()
+    n = click.get_current_context().meta.get("mcprec.server_args")
+    if all_sessions and n is not None:
+        extra, server = server[:len(server) - n], server[len(server) - n:]
+    elif all_sessions and target is not None:
+        extra, server = server, ()
+    if not all_sessions and os.path.isdir(cassette):
+        raise McprecCommandError(f"{cassette} is a directory; give a cassette file, or --all "
+                                 "to verify every cassette under it", 2)
+    try:
+        gate = resolve(config, ignore, normalize, fail_on, surface_only, fail_on_latency)
+    except McprecError as e:
+        raise DiffCommandError(str(e)) from e
+    code = verify_main(cassette, extra, server, all_sessions=all_sessions, session=session,
+                       timeout=timeout, update=update, target=target, gate=gate, fmt=fmt,
+                       html=html, color=color, lint_run=lint_run,
+                       redact=_redactor(redact_paths, redact_keys, redact_patterns))
+    sys.exit(code)

@@ -1,0 +1,275 @@
+"""Commands that look into or clean a cassette: ``sessions``, ``show``, ``export``, ``import``,
+``redact``, ``scan``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ._common import (
+    McprecCommandError,
+    _redactor,
+    redaction_options,
+)
+
+
+@click.command()
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@redaction_options
+def redact(cassette: str, redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
+           redact_patterns: tuple[str, ...]) -> None:
+    """Redact secrets in CASSETTE in place (then VACUUM, so nothing lingers on disk).
+
+    Applies the default rules, those of [tool.mcprec.redact] in pyproject.toml or [redact] in
+    mcprec.toml, each session's redaction manifest, and the options given; the manifests then
+    name the packs applied. Redacted requests still match during replay.
+    """
+    from ..cassette.maintenance import redact_cassette
+
+    n = redact_cassette(cassette, _redactor(redact_paths, redact_keys, redact_patterns))
+    click.echo(f"{cassette}: redacted {n} row(s)", err=True)
+
+
+@click.command()
+@click.argument("cassettes", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--require-redaction", "require", multiple=True, metavar="PACK",
+              help="Also fail for any session whose redaction manifest does not name this "
+                   "pack (credentials, pii, paths, or a user pack's name; repeatable): the CI "
+                   "gate. A bundled pack required is also scanned for.")
+@redaction_options
+def scan(cassettes: tuple[str, ...], require: tuple[str, ...], redact_paths: tuple[str, ...],
+         redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...]) -> None:
+    """Report likely secrets left in CASSETTES; exit 1 if any (usable as a pre-commit hook).
+
+    Each session is also scanned with the rules of its redaction manifest (the packs it was
+    recorded with)."""
+    from ..cassette.maintenance import scan_cassette
+
+    redactor = _redactor(redact_paths, redact_keys, redact_patterns)
+    dirty = 0
+    for path in cassettes:
+        findings = scan_cassette(path, redactor, require)
+        for f in findings:
+            click.echo(f"{path}: {f.where}: {', '.join(f.kinds)}")
+        dirty += bool(findings)
+    if dirty:
+        what = "likely secrets, or sessions not redacted as required," if require else \
+            "likely secrets"
+        click.echo(f"mcprec: {what} in {dirty} cassette(s); run `mcprec redact CASSETTE`",
+                   err=True)
+        sys.exit(1)
+    click.echo(f"no secrets found in {len(cassettes)} cassette(s)", err=True)
+
+
+def _session_json(s: Any, redaction: dict[int, Any]) -> dict[str, Any]:
+    """A session for `sessions --json`, with its redaction manifest (null: none recorded)."""
+    from ..timeline import session_dict
+
+    return {**session_dict(s), "redaction": redaction.get(s.id)}
+
+
+@click.command()
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def sessions(cassette: str, as_json: bool) -> None:
+    """List the sessions in CASSETTE. UNANS counts the requests (either direction) that have
+    no recorded answer: cut off, cancelled, or still in flight."""
+    from ..cassette import open_cassette
+    from ..cassette.views import unanswered_counts
+    from ..timeline import format_table, session_rows
+
+    with open_cassette(cassette) as c:
+        found = c.sessions()
+        redaction = c.redaction_manifests()
+        unanswered = unanswered_counts(c)
+    if as_json:
+        import orjson
+
+        click.echo(orjson.dumps([{**_session_json(s, redaction),
+                                  "unanswered": unanswered.get(s.id, 0)} for s in found],
+                                option=orjson.OPT_INDENT_2))
+    elif not found:
+        click.echo(f"{cassette}: no sessions")
+    else:
+        click.echo(format_table(session_rows(found, unanswered)))
+
+
+@click.command()
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("session", required=False)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per message (JSON Lines).")
+@click.option("--body/--no-body", default=False, help="Also print each message's text.")
+@click.option("--stderr/--no-stderr", "with_stderr", default=False,
+              help="Also print the server's stderr lines.")
+@click.option("--method", "methods", multiple=True, metavar="GLOB",
+              help="Only messages of this method, answers included; a glob such as 'tools/*' "
+                   "(repeatable: any of them).")
+@click.option("--grep", "grep", metavar="REGEX",
+              help="Only messages whose JSON text matches this regular expression.")
+@click.option("--tools", "tools", is_flag=True,
+              help="Instead of the timeline: the tools the server listed in the session, with "
+                   "their descriptions and input schemas in short.")
+def show(cassette: str, session: str | None, as_json: bool, body: bool, with_stderr: bool,
+         methods: tuple[str, ...], grep: str | None, tools: bool) -> None:
+    """Print the timeline of SESSION (default: the latest) in CASSETTE.
+
+    \b
+      mcprec show cassettes/demo.db --method 'tools/*' --body
+      mcprec show cassettes/demo.db --grep 'Paris|London'
+      mcprec show cassettes/demo.db --tools
+    """
+    import orjson
+
+    from ..cassette import open_cassette
+    from ..dump import message_filter
+    from ..timeline import format_message_line, human_duration_ns, message_dict, timeline
+
+    if tools and (methods or grep or body or with_stderr):
+        raise click.UsageError("--tools lists tools; --method, --grep, --body and --stderr "
+                               "are for the timeline")
+    try:
+        keep = message_filter(methods, grep)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--grep") from None
+    color = sys.stdout.isatty() and not as_json
+    with open_cassette(cassette) as c:
+        s = c.session(session)
+        if tools:
+            _show_tools(c, s, as_json)
+            return
+        if not as_json:
+            server = s.server_label or "?"
+            click.echo(
+                f"session {s.name}  [{s.status}]  {s.transport}  {s.target_label}\n"
+                f"server {server}  protocol {s.protocol_version or '?'}  "
+                f"{s.message_count} messages  {human_duration_ns(s.duration_ns)}"
+            )
+            manifest = c.redaction_manifests([s]).get(s.id)
+            if manifest is not None:
+                from ..redact_manifest import describe
+
+                click.echo(f"redaction {describe(manifest)}")
+        shown = 0
+        for m, latency in timeline(c, s):
+            if keep is not None and not keep(m):
+                continue
+            shown += 1
+            if as_json:
+                d = message_dict(m, latency)
+                if body:
+                    d["raw"] = m.raw.decode("utf-8", "replace")
+                click.echo(orjson.dumps(d))
+            else:
+                click.echo(format_message_line(m, latency, color=color))
+                if body:
+                    click.echo("        " + m.raw.decode("utf-8", "replace"))
+        if with_stderr:
+            for err in c.stderr(s):
+                if as_json:
+                    click.echo(orjson.dumps({"stderr": err.line, "t_ns": err.t_ns}))
+                else:
+                    click.echo(f"{'':5}  {err.t_ns / 1e6:>10.3f} ms  ! stderr  {err.line}")
+        if keep is not None:
+            click.echo(f"mcprec: {shown} of {s.message_count} messages match", err=True)
+
+
+def _show_tools(c: Any, s: Any, as_json: bool) -> None:
+    """``show --tools``: the session's tools, from its tools/list answers (every page)."""
+    import orjson
+
+    from ..dump import session_tools, tool_line
+
+    found = session_tools(c, s)
+    if as_json:
+        for tool in found:
+            click.echo(orjson.dumps(tool))
+        return
+    if not found:
+        click.echo(f"session {s.name}: no tools/list answer recorded", err=True)
+        return
+    for tool in found:
+        click.echo(tool_line(tool))
+
+
+@click.command()
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("session", required=False)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              help="Write here instead of stdout.")
+@click.option("--timing/--no-timing", default=True,
+              help="Include timestamps (leave them out for review-friendly diffs).")
+@click.option("--otlp", metavar="URL",
+              help="Instead of JSON Lines, send every exchange as an OpenTelemetry span, and "
+                   "duration histograms, to this OTLP/HTTP collector (e.g. "
+                   "http://localhost:4318). Needs mcprec[otel].")
+@click.option("--header", "headers", multiple=True, metavar="KEY=VALUE",
+              help="A header for the OTLP collector, e.g. for its API key (repeatable).")
+@click.option("--otlp-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              metavar="SECONDS", help="How long to wait for the collector's answer.")
+@click.option("--otlp-retries", type=click.IntRange(min=0), default=4, show_default=True,
+              metavar="N", help="Retries (with back-off) when the collector is unreachable, "
+                                "busy or failing (429, 502, 503, 504).")
+def export(cassette: str, session: str | None, output: str, timing: bool, otlp: str | None,
+           headers: tuple[str, ...], otlp_timeout: float, otlp_retries: int) -> None:
+    """Write CASSETTE (or one SESSION of it) as deterministic JSON Lines, or send it to an
+    OpenTelemetry collector (--otlp): one trace per session.
+
+    Usable as a git textconv driver so cassette changes diff as text:
+    git config diff.mcprec.textconv "mcprec export --no-timing" and, in .gitattributes,
+    cassettes/*.db diff=mcprec
+    """
+    from ..cassette import open_cassette
+    from ..dump import export_to
+
+    if otlp is None and headers:
+        raise click.UsageError("--header is for --otlp")
+    if otlp is not None and (output != "-" or not timing):
+        raise click.UsageError("-o and --no-timing are for JSON Lines, not --otlp")
+    with open_cassette(cassette) as c:
+        chosen = [c.session(session)] if session else c.sessions()
+        if otlp is not None:
+            _export_otlp(c, chosen, otlp, headers, otlp_timeout, otlp_retries)
+        elif output == "-":
+            export_to(sys.stdout.buffer, c, chosen, timing=timing)
+            sys.stdout.buffer.flush()
+        else:
+            try:
+                f = open(output, "wb")
+            except OSError as e:
+                raise McprecCommandError(f"cannot write {output}: {e.strerror}") from e
+            with f:
+                export_to(f, c, chosen, timing=timing)
+
+
+def _export_otlp(c: Any, sessions: list[Any], url: str, headers: tuple[str, ...],
+                 timeout: float, retries: int) -> None:
+    from ..otel.otlp import OtlpTarget, export_otlp, parse_headers
+
+    target = OtlpTarget(url, parse_headers(headers), timeout=timeout, retries=retries)
+    report = export_otlp(c, sessions, target)
+    for warning in report.warnings:
+        click.echo(f"mcprec: warning: {warning}", err=True)
+    click.echo(f"exported {report.sessions} session(s) to {target.url}: {report.spans} span(s) "
+               f"in {report.requests} request(s), {report.durations} duration(s)", err=True)
+
+
+@click.command("import")
+@click.argument("dump", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.option("--replace", is_flag=True, help="Replace sessions that already exist.")
+def import_(dump: str, cassette: str, replace: bool) -> None:
+    """Read a JSON Lines DUMP (from `mcprec export`) into CASSETTE."""
+    from ..dump import import_dump
+
+    if dump == "-":
+        names = import_dump(sys.stdin.buffer, cassette, replace=replace, source="<stdin>")
+    else:
+        try:
+            f = open(dump, "rb")
+        except OSError as e:
+            raise McprecCommandError(f"cannot read {dump}: {e.strerror}") from e
+        with f:
+            names = import_dump(f, cassette, replace=replace, source=dump)
+    click.echo(f"imported {len(names)} session(s) into {cassette}: {', '.join(names)}", err=True)
