@@ -52,6 +52,13 @@ _INSERT_LARGE = _INSERT_MESSAGE.replace(
     ", ".join("?" * len(_INSERTED)),
     ", ".join("zeroblob(?)" if c == "raw" else "?" for c in _INSERTED))
 
+# direction and kind as plain text for SQLite: it binds a str subclass (the wire.Direction and
+# wire.Kind members) through its adapter look-up, 0.7 µs a value (executemany of 20,000 4-column
+# rows: 3.0 -> 1.6 µs a row with two of them), a str at once. Recording ~200 B messages: SQLite
+# 8.9-9.2 -> 8.2-8.7 µs a row
+_TEXT: dict[str, str] = {m: m.value for m in (*wire.Direction, *wire.Kind)}
+
+
 class Redactor(Protocol):
     """What the writer needs of ``mcprec.redact.Redactor``."""
 
@@ -271,8 +278,9 @@ class Recorder:
         else:
             http_text = orjson.dumps(http).decode() if http else None
         size = stored.size if type(stored) is _Pieces else len(stored)
-        return (sid, seq, t_ns, direction, c.kind, c.rpc_id, method, reply_to, context, follows,
-                waits_for, key, size, stored, http_text)
+        return (sid, seq, t_ns, _TEXT.get(direction, direction), _TEXT.get(c.kind, c.kind),
+                c.rpc_id, method, reply_to, context, follows, waits_for, key, size, stored,
+                http_text)
 
     def _large(self, raw: bytes | bytearray, requester: str
                ) -> tuple[Any, bytes | bytearray, wire.Classified]:
