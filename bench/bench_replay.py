@@ -94,14 +94,14 @@ def make_cassette(path: Path, n: int, extra: int) -> None:
     w.close()
 
 
-def drive(argv: list[str], n: int, env: dict[str, str] | None = None
-          ) -> tuple[float, float, float]:
+def drive(argv: list[str], n: int, env: dict[str, str] | None = None,
+          cwd: str | Path | None = None) -> tuple[float, float, float]:
     """Initialize (as a client does: its answer first), then pipeline n requests (WINDOW in
     flight); return (requests/s, seconds to the initialize answer, seconds to the first
     tools/call answer), both from the spawn."""
     started = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
-                            env=env)
+                            env=env, cwd=cwd)
     assert proc.stdin is not None and proc.stdout is not None
     wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
     os.write(wfd, INITIALIZE + b"\n")
@@ -199,7 +199,10 @@ def main() -> None:
         k = r % len(configs)
         configs = configs[k:] + configs[:k]
         for name, argv in configs:
-            rps, first, call = drive(argv, n, before_env if name == "replay_before" else env)
+            # run in the temporary directory: `python -m` puts the working directory first on
+            # sys.path, so from the repository's root every configuration would import its mcprec
+            rps, first, call = drive(argv, n, before_env if name == "replay_before" else env,
+                                     cwd=tmp)
             res[name].append(rps)
             if name.startswith("replay"):
                 res["first_" + name.split("_")[1]].append(first)
