@@ -4,7 +4,8 @@ The dump is stable across runs (same cassette, same bytes out), so it works as a
 driver: cassette changes show up in review as readable line diffs. Lines:
 
     {"mcprec_export": 1, "format": N}
-    {"session": {...}}                       one per session, followed by its records:
+    {"session": {...}}                       one per session (with its redaction manifest, never
+                                             the salt), followed by its records:
     {"m": {"seq": ..., "t_ns": ..., "dir": "c2s"|"s2c", "kind": ..., "raw": "<text>"}}
     {"stderr": {"t_ns": ..., "line": "..."}}
 
@@ -46,8 +47,12 @@ def export_lines(
     from . import cassette as cassette_mod
 
     yield _line({"mcprec_export": EXPORT_VERSION, "format": cassette_mod.FORMAT_VERSION})
+    sessions = list(sessions)
+    manifests = cassette.redaction_manifests(sessions)
     for s in sessions:
         head = {f: getattr(s, f) for f in _SESSION_FIELDS}
+        if s.id in manifests:
+            head["redaction"] = manifests[s.id]
         if not timing:
             for f in ("started_at", "ended_at"):
                 head.pop(f)
@@ -156,6 +161,15 @@ def _start_session(
         tags=head.get("tags") or {}, started_at=head.get("started_at"),
     )
     writer = SessionWriter(cassette, session, own_cassette=False)
+    manifest = head.get("redaction")
+    if isinstance(manifest, dict):
+        cassette.set_redaction_manifest(session, manifest)
+        if manifest.get("salt") == "cassette" and cassette.redaction_salt() is None:
+            from . import _log
+
+            _log.warning("import", f"session {name!r} was hashed with its cassette's salt, which "
+                         "exports leave out: replayed requests holding redacted values will not "
+                         "match (record with $MCPREC_REDACT_SALT to carry pseudonyms across)")
     return writer, head
 
 

@@ -263,3 +263,36 @@ def test_http_proxy_hashes_headers_and_bodies_alike_and_replay_matches(tmp_path:
 
 def dump_result(result) -> dict:
     return result.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def test_export_and_import_carry_the_manifest_never_the_salt(tmp_path: Path) -> None:
+    """An export holds each session's manifest (not the salt); importing it restores the
+    manifest, so a replay of the import applies the recorded rules with no flags."""
+    env = {"MCPREC_REDACT_SALT": "team-salt-0002"}
+    source, copy = tmp_path / "a.db", tmp_path / "b.db"
+    record_pii(source, "--redact-pack", "pii", "--redact-strategy", "hash", env=env)
+    dump = tmp_path / "a.jsonl"
+    assert run_mcprec("export", str(source), "-o", str(dump)).returncode == 0
+    head = json.loads(dump.read_text().splitlines()[1])["session"]
+    assert head["redaction"] == manifest(source)
+    assert b"team-salt" not in dump.read_bytes()
+    imported = run_mcprec("import", str(dump), str(copy))
+    assert imported.returncode == 0, imported.stderr
+    assert manifest(copy) == manifest(source)
+    got = replay_calls(copy, env=env)
+    assert got["lookup"]["structuredContent"]["asked"].startswith("<email:")
+
+
+def test_import_of_a_cassette_salted_session_says_pseudonyms_will_not_match(
+        tmp_path: Path) -> None:
+    """A session hashed with its cassette's own salt imports with a one-line warning: the
+    salt stays behind, so redacted requests cannot match in the copy."""
+    source, copy = tmp_path / "a.db", tmp_path / "b.db"
+    record_pii(source, "--redact-pack", "pii", "--redact-strategy", "hash")
+    dump = tmp_path / "a.jsonl"
+    assert run_mcprec("export", str(source), "-o", str(dump)).returncode == 0
+    imported = run_mcprec("import", str(dump), str(copy))
+    assert imported.returncode == 0
+    warned = [ln for ln in imported.stderr.decode().splitlines() if "leave out" in ln]
+    assert len(warned) == 1 and "MCPREC_REDACT_SALT" in warned[0]
+    assert salt(copy) is None
