@@ -403,7 +403,9 @@ class PeakRss:
                             cmd = f.read()
                     except OSError:
                         continue
-                    if b"mcprec.cassette.process" in cmd:
+                    # (mcprec.cassette.process: a --baseline tree from before the rename)
+                    if b"mcprec.cassette.recorder_process" in cmd or \
+                            b"mcprec.cassette.process" in cmd:
                         self.recorder = child
             for name, pid in (("relay", self.pid), ("recorder", self.recorder)):
                 kb = _hwm_kb(pid) if pid is not None else None

@@ -35,12 +35,14 @@ def children(pid: int) -> list[int]:
 
 
 def recorder_pid(pid: int) -> int | None:
-    """mcprec's recorder process (the child running mcprec.cassette.process)."""
+    """mcprec's recorder process (the child running mcprec.cassette.recorder_process, or
+    mcprec.cassette.process in trees from before its rename)."""
     for child in children(pid):
         try:
             with open(f"/proc/{child}/cmdline", "rb") as f:
-                if b"mcprec.cassette.process" in f.read():
-                    return child
+                cmd = f.read()
+            if b"mcprec.cassette.recorder_process" in cmd or b"mcprec.cassette.process" in cmd:
+                return child
         except OSError:
             continue
     return None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import _log
 from .cassette import Cassette
-from .cassette.process import ProcessSessionWriter, RecorderProcess, create_recorded_session
+from .cassette.recorder_process import ProcessSessionWriter, RecorderProcess, create_recorded_session
 from .redact import Redactor, default_redactor
 from .errors import CassetteError, McprecError, ServerStartError
 from .naming import SESSION_ENV, default_cassette, default_http_cassette, default_session_name

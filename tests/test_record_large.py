@@ -21,7 +21,7 @@ from helpers import MCPREC, PEERS
 from mcprec import wire
 from mcprec.cassette import open_cassette
 from mcprec.cassette import writer as writer_module
-from mcprec.cassette.process import _Lines
+from mcprec.cassette.recorder_process import _Lines
 from mcprec.cassette.store import Cassette
 from mcprec.cassette.writer import Recorder, redacted_pieces
 from mcprec.redact import Redactor, Rules
@@ -262,7 +262,7 @@ def test_payload_spans_match_the_expression(parts: list[bytes], window: int) -> 
 
 def test_large_whole_messages_through_the_recorder_process(tmp_path: Path) -> None:
     """Whole messages (the HTTP proxy's way), large ones among small, are recorded byte-exact."""
-    from mcprec.cassette.process import ProcessSessionWriter, RecorderProcess, \
+    from mcprec.cassette.recorder_process import ProcessSessionWriter, RecorderProcess, \
         create_recorded_session
 
     path = tmp_path / "http.db"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcprec.cassette.process import ProcessSessionWriter
+from mcprec.cassette.recorder_process import ProcessSessionWriter
 from mcprec.cassette.writer import SessionWriter
 from mcprec.transports.recording import NullRecording, SessionRecording
 

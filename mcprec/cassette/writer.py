@@ -479,7 +479,7 @@ class SessionWriter:
     """Records one session into a cassette from a background thread.
 
     Thread-safe producers: ``message`` and ``stderr_line`` may be called from any thread.
-    (``mcprec record`` uses a recorder process instead: see ``process.py``.)
+    (``mcprec record`` uses a recorder process instead: see ``recorder_process.py``.)
     """
 
     def __init__(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from ..cassette.process import ProcessSessionWriter, RecorderProcess, create_recorded_session
+from ..cassette.recorder_process import ProcessSessionWriter, RecorderProcess, create_recorded_session
 from ..naming import proxy_session_name
 from ..redact import Redactor
 

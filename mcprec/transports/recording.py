@@ -3,7 +3,7 @@
 A transport is a byte pump plus reports to a ``SessionRecording``, one per recorded session:
 a stream transport (stdio) reports raw chunks as read, and the recording cuts them into
 messages; a message transport (HTTP) reports whole messages with their HTTP details. Both
-cassette writers fit (``cassette.process.ProcessSessionWriter``, which ``mcprec record`` uses,
+cassette writers fit (``cassette.recorder_process.ProcessSessionWriter``, which ``mcprec record`` uses,
 and ``cassette.writer.SessionWriter``), so a new transport is a module reporting to this plus a
 driver in ``record``. This module imports nothing at run time: replay imports the transports
 and must start quickly.

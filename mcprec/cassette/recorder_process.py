@@ -71,7 +71,7 @@ class RecorderProcess:
         env = dict(os.environ)
         env[RULES_ENV] = orjson.dumps(rules or {}).decode()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "mcprec.cassette.process", str(self.path)],
+            [sys.executable, "-m", "mcprec.cassette.recorder_process", str(self.path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
             start_new_session=True,  # a Ctrl-C for mcprec must not stop the recording
         )
