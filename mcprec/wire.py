@@ -168,6 +168,45 @@ def classify_head(head: bytes) -> Classified:
     return Classified(kind, rpc_id, method, None)
 
 
+# where a message's own id can be found without parsing it: among its first members, or as its
+# last (a bare `,"id":` can only be an object's key: inside a string a quote is escaped); compiled
+# at first use
+_ID_AT: list[Any] = []
+_TAIL = 256
+
+
+def _id_patterns() -> list[Any]:
+    if not _ID_AT:
+        value = rb'(-?\d+|"(?:[^"\\]|\\.)*")'
+        _ID_AT.extend((
+            re.compile(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + value
+                       + rb'\s*,'),
+            re.compile(rb',\s*"id"\s*:\s*' + value
+                       + rb'\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*\Z'),
+        ))
+    return _ID_AT
+
+
+def with_id(raw: bytes, rid: Any) -> bytes | None:
+    """``raw``, a JSON-RPC message, with ``rid`` as its id and every other byte as recorded:
+    no parse, no re-serialising (a 100 MB answer is copied once, not parsed and rebuilt).
+    None when the id is not where a look without parsing can be sure it is the message's own:
+    right after the opening brace (after ``"jsonrpc"`` at most), or as the last member (before
+    ``"jsonrpc"`` at most); the SDKs write it at one of the two."""
+    at_head, at_tail = _id_patterns()
+    found = at_head.match(raw)
+    offset = 0
+    if found is None:
+        offset = max(0, len(raw) - _TAIL)
+        found = at_tail.search(raw, offset)
+        if found is None:
+            return None
+    start, end = found.span(1)
+    if len(raw) <= _TAIL * 4:
+        return raw[:start] + dumps(rid) + raw[end:]
+    return b"".join((raw[:start], dumps(rid), memoryview(raw)[end:]))
+
+
 def id_text(rid: Any) -> str:
     """The canonical JSON text of a JSON-RPC id."""
     try:

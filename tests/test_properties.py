@@ -315,3 +315,27 @@ def _same_types(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b))
     return type(a) is type(b)
+
+
+ids = st.integers(-(2**70), 2**70) | st.text(max_size=12)
+
+
+@given(ids, ids, json_values, st.sampled_from(["head", "tail", "middle"]), st.booleans())
+def test_id_splice_changes_the_id_alone(old: Any, new: Any, result: Any, where: str,
+                                        spaced: bool) -> None:
+    """wire.with_id gives the message with the new id and every other byte as it was, or
+    None; it finds the id wherever the SDKs write it (first, or last)."""
+    order = {"head": ["jsonrpc", "id", "result"], "tail": ["result", "jsonrpc", "id"],
+             "middle": ["result", "id", "jsonrpc"]}[where]
+    comma, colon = (", ", ": ") if spaced else (",", ":")
+
+    def message(id_text: str) -> bytes:
+        text = {"jsonrpc": '"2.0"', "id": id_text, "result": json.dumps(result)}
+        return ("{" + comma.join(f'"{k}"{colon}{text[k]}' for k in order) + "}").encode()
+
+    raw = message(json.dumps(old))
+    out = wire.with_id(raw, new)
+    if where in ("head", "tail"):
+        assert out is not None
+    if out is not None:
+        assert out == message(wire.dumps(new).decode())

