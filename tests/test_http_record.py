@@ -26,9 +26,13 @@ def without_count(results: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in results.items() if k != "count"}
 
 
-def rpc_trace(entries: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """The requests a server received, without the (random) session ids."""
-    return [(e["method"], e.get("rpc"), e.get("id")) for e in entries]
+def rpc_trace(entries: list[dict[str, Any]]) -> tuple[list[tuple[Any, ...]], list[Any]]:
+    """The requests a server received, without the (random) session ids: the POSTs in order,
+    and the other requests (the GET stream, DELETE) as a sorted list, since the client opens
+    its GET stream while its next POST is on the way and either may reach the server first."""
+    trace = [(e["method"], e.get("rpc"), e.get("id")) for e in entries]
+    return ([t for t in trace if t[0] == "POST"],
+            sorted((t for t in trace if t[0] != "POST"), key=repr))
 
 
 def cassette_bytes(path: Path) -> bytes:

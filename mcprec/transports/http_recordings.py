@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 
+from ..cassette import Cassette
 from ..cassette.recorder_process import ProcessSessionWriter, RecorderProcess, create_recorded_session
 from ..naming import proxy_session_name
 from ..redact import Redactor
@@ -36,6 +37,9 @@ class ProxyRecordings:
         self._count += 1
         name = proxy_session_name(self.target, self.session_name, self._count)
         if self._recorder is None:  # one recorder process for every session of this proxy
+            # the cassette exists before the recorder process opens it (which it does not
+            # create): started first, the recorder could find an empty file and stop
+            Cassette.open(self.cassette_path, create=True).close()
             self._recorder = RecorderProcess(
                 self.cassette_path,
                 rules=self.redact.rules.to_dict() if self.redact is not None else {"off": True})
