@@ -296,3 +296,25 @@ def test_import_of_a_cassette_salted_session_says_pseudonyms_will_not_match(
     warned = [ln for ln in imported.stderr.decode().splitlines() if "leave out" in ln]
     assert len(warned) == 1 and "MCPREC_REDACT_SALT" in warned[0]
     assert salt(copy) is None
+
+
+def test_new_episodes_appends_live_traffic_redacted_by_the_manifest(tmp_path: Path) -> None:
+    """replay --mode new_episodes appends what the live server said redacted as the session
+    was (hash pseudonyms keyed by the same salt), so a later plain replay matches it."""
+    from test_redact_packs import PII_SERVER
+
+    cassette = tmp_path / "c.db"
+    record_pii(cassette, "--redact-pack", "pii", "--redact-strategy", "hash")
+    other = "carol.new@example.org"
+
+    async def lookup_other(s, run) -> None:
+        run.results["r"] = (await s.call_tool("lookup_customer", {"email": other})).model_dump()
+
+    live = run_client([*MCPREC, "replay", str(cassette), "--mode", "new_episodes", "--",
+                       *PII_SERVER], lookup_other)
+    assert other in json.dumps(live.results["r"])  # the client got the live answer in clear
+    assert other.encode() not in on_disk(cassette)
+    for value in PII.values():
+        assert str(value).encode() not in on_disk(cassette)
+    again = run_client([*MCPREC, "replay", str(cassette)], lookup_other)
+    assert again.results["r"]["structured_content"]["asked"].startswith("<email:")

@@ -105,7 +105,7 @@ def replay_stdio(
                 raise UsageError("mode 'new_episodes' needs the real server command after `--`")
             from .live import LiveServer
 
-            live = LiveServer(list(server), c, s)
+            live = LiveServer(list(server), c, s, redact=redact)
 
         def announce() -> None:
             if len(found) == 1:  # with several, the engine says which one the client got
@@ -253,7 +253,7 @@ def replay_http(
 
             assert target is not None
             found = [s]
-            live = LiveHTTP(target, c, s)
+            live = LiveHTTP(target, c, s, redact=redact)
         sock = bind(host, port)
         if faults:
             _check_faults(c, found, faults)

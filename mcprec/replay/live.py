@@ -27,10 +27,14 @@ INIT_TIMEOUT_S = 30.0
 
 
 class LiveServer:
-    def __init__(self, argv: list[str], cassette: Cassette, session: Session) -> None:
+    def __init__(self, argv: list[str], cassette: Cassette, session: Session, *,
+                 redact: Any = None) -> None:
         self.argv = argv
         self.cassette = cassette
         self.session = session
+        self.redact = redact
+        """The rules given (None: the defaults and the config); the session's manifest adds
+        its own before anything is appended."""
         self._proc: asyncio.subprocess.Process | None = None
         self._starting: asyncio.Lock | None = None
         self._ids = itertools.count(1)
@@ -94,7 +98,7 @@ class LiveServer:
             except OSError as e:
                 raise ServerStartError(f"cannot start live server {self.argv[0]}: {e}") from e
             self._reader = asyncio.get_running_loop().create_task(self._read())
-            self._writer = _append_writer(self.cassette, self.session)
+            self._writer = _append_writer(self.cassette, self.session, self.redact)
             init = self.cassette.requests(self.session, "initialize")
             if init:
                 try:
@@ -164,9 +168,16 @@ class LiveServer:
             self._writer.message(direction, raw)
 
 
-def _append_writer(cassette: Cassette, session: Session) -> SessionWriter:
-    """A writer that continues ``session``: later seqs, and times after its last message."""
+def _append_writer(cassette: Cassette, session: Session, redact: Any = None) -> SessionWriter:
+    """A writer that continues ``session``: later seqs, and times after its last message,
+    redacted by the rules given plus those the session was recorded with (its manifest, keyed
+    by the same salt), so that live traffic reaches the disk as the recording did."""
+    from ..redact import default_redactor
+    from ..redact_manifest import session_redactor
+
     own = Cassette.open(cassette.path)
+    rules = session_redactor(redact, own, [session]) or default_redactor()
     last_seq, last_t = own.last_position(session)
     start = time.monotonic_ns() - (last_t + 1_000_000)
-    return SessionWriter(own, session, clock_start_ns=start, first_seq=last_seq + 1)
+    return SessionWriter(own, session, clock_start_ns=start, first_seq=last_seq + 1,
+                         redact=rules)

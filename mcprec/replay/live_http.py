@@ -35,7 +35,7 @@ class LiveHTTP:
     """One MCP session with the live server at ``url``, shared by every replay client."""
 
     def __init__(self, url: str, cassette: Cassette, session: Session, *,
-                 timeout: float = 300.0) -> None:
+                 timeout: float = 300.0, redact: Any = None) -> None:
         from urllib.parse import urlsplit
 
         from ..transports.http_upstream import UpstreamTarget
@@ -49,6 +49,7 @@ class LiveHTTP:
         self.cassette = cassette
         self.session = session
         self.timeout = timeout
+        self.redact = redact
         self._http = StreamableHTTPClient(
             self._endpoint, timeout=timeout,
             headers={"authorization": self._authorization.decode()}
@@ -139,7 +140,7 @@ class LiveHTTP:
                     self._http.protocol_version = result["protocolVersion"]
                 await self._notify({"jsonrpc": "2.0", "method": "notifications/initialized"},
                                    record=False)
-            self._writer = _append_writer(self.cassette, self.session)
+            self._writer = _append_writer(self.cassette, self.session, self.redact)
             self._started = True
             if self._http.session_id:  # a stateful server: its own messages come on the GET stream
                 opened = asyncio.Event()
