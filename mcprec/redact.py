@@ -278,11 +278,16 @@ class Redactor:
                        for name, p in KNOWN_SECRET_PATTERNS.items()]
         for i, p in enumerate(rules.patterns):
             try:
-                re.compile(p)
+                compiled = re.compile(p)
             except re.error as e:
                 from .errors import UsageError
 
                 raise UsageError(f"bad redaction pattern {p!r}: {e}") from None
+            if compiled.fullmatch("") is not None:
+                from .errors import UsageError
+
+                raise UsageError(f"redaction pattern {p!r} matches the empty string: it would "
+                                 "put a placeholder between every two characters")
             if self.strategy == "replace":
                 checks.append((f"pattern {p!r}", p, None, None))
             else:

@@ -353,9 +353,11 @@ def parse_pack(text: str, file: str, *, sha256: str) -> UserPack:
             raise UsageError(f"{where}: replacement must hold no quote or backslash")
         if "pattern" in r:
             try:
-                re.compile(r["pattern"])
+                compiled = re.compile(r["pattern"])
             except re.error as e:
                 raise UsageError(f"{where}: bad pattern {r['pattern']!r}: {e}") from None
+            if compiled.fullmatch("") is not None:
+                raise UsageError(f"{where}: pattern {r['pattern']!r} matches the empty string")
             validator = r.get("validator")
             if validator is not None and validator not in VALIDATORS:
                 raise UsageError(f"{where}: unknown validator {validator!r}; known: "

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from helpers import PEERS, dump, recorded, run_client
+from helpers import PEERS, dump, recorded, run_client, run_mcprec
 from mcprec.redact import Redactor, Rules
 
 sys.path.insert(0, str(PEERS))
@@ -196,3 +196,14 @@ def test_each_kind_is_found_wherever_it_stands(value: str) -> None:
             out = r.redact(raw)
             assert value.encode() not in out, (strategy, text)
             json.loads(out)
+
+
+@pytest.mark.parametrize("flags", [("--redact-pattern", "q*"), ("--redact-pattern", "(a|)")])
+def test_pattern_matching_the_empty_string_is_refused(tmp_path: Path, flags: tuple) -> None:
+    """A pattern that matches the empty string would redact between every two characters:
+    one line, exit 2, nothing recorded."""
+    out = run_mcprec("record", "-c", str(tmp_path / "e.db"), *flags, "--", sys.executable,
+                     "-c", "pass", input=b"")
+    assert out.returncode == 2
+    assert out.stderr.decode().count("\n") == 1 and "empty string" in out.stderr.decode()
+    assert not (tmp_path / "e.db").exists()
