@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -171,3 +172,18 @@ def test_every_bad_invocation_is_one_line(tmp_path: Path, args: list[str]) -> No
     assert done.returncode != 0
     assert err.startswith("mcprec: ") and err.count("\n") == 1, err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("http", [False, True])
+@pytest.mark.parametrize("where", ["dir", "missing"])
+def test_replay_report_that_cannot_be_written_is_refused_at_start(
+        sdk_recordings: Any, tmp_path: Path, http: bool, where: str) -> None:
+    """A --report that is a directory, or in no directory, is one line and exit 2 before
+    serving (it used to be a traceback at the end, after the whole session)."""
+    report = tmp_path if where == "dir" else tmp_path / "no" / "r.json"
+    argv = [*MCPREC, "replay", str(sdk_recordings.main.cassette), "--report", str(report),
+            *(["--http"] if http else [])]
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert done.returncode == 2
+    err = done.stderr.decode()
+    assert err.count("\n") == 1 and "--report" in err and "Traceback" not in err

@@ -80,6 +80,7 @@ def replay_stdio(
     server's exit code when the mode meant recording.
     """
     mode = Mode.parse(mode)
+    check_report_path(report)
     path = Path(cassette)
     if needs_recording(path, session, mode):
         if not server:
@@ -191,6 +192,17 @@ def _exit_status(code: int) -> int:
     return 128 - code if code < 0 else code & 0xFF
 
 
+def check_report_path(report: str | os.PathLike[str] | None) -> None:
+    """Refuse, before serving, a ``--report`` that could not be written at the end."""
+    if report is None:
+        return
+    path = Path(report)
+    if path.is_dir():
+        raise UsageError(f"--report {path} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise UsageError(f"--report {path}: no directory {path.parent}")
+
+
 def _write_report(report: str | os.PathLike[str], engines: list[Any], faults: Any = None
                   ) -> None:
     import orjson
@@ -222,7 +234,7 @@ def replay_http(
     faults: Any = None,
     protocol_version: str = "recorded",
     max_gap: float | None = None,
-    mode: str = "none",
+    mode: str | Mode = Mode.NONE,
     target: str | None = None,
 ) -> int:
     """Serve a recorded session over Streamable HTTP (and legacy HTTP+SSE at ``/sse``) until
@@ -235,12 +247,12 @@ def replay_http(
     from ..transports.http_serve import bind, parse_listen, run_app, url_of
     from .http import ReplayApp
 
-    if mode not in MODES:
-        raise UsageError(f"unknown mode '{mode}'; choose one of {', '.join(MODES)}")
+    mode = Mode.parse(mode)
+    check_report_path(report)
     if needs_recording(Path(cassette), session, mode):
         return _record_http_instead(cassette, session, mode, target, listen, redact,
                                     allowed_hosts, allowed_origins, on_ready)
-    if mode == "new_episodes" and target is None:
+    if mode is Mode.NEW_EPISODES and target is None:
         raise UsageError("mode 'new_episodes' needs the real server's --target URL")
     host, port = parse_listen(listen)
     c = Cassette.open(cassette)
@@ -248,7 +260,7 @@ def replay_http(
         found = candidates(c, session)
         s = found[0]
         live = None
-        if mode == "new_episodes":  # new exchanges go into the session being replayed
+        if mode is Mode.NEW_EPISODES:  # new exchanges go into the session being replayed
             from .live_http import LiveHTTP
 
             assert target is not None
