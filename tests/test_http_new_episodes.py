@@ -5,6 +5,8 @@ reached it), the recording proxy, mcprec replay --http, and the SDK client."""
 
 from __future__ import annotations
 
+import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +164,21 @@ def test_bad_combinations_are_one_line(recorded: Path, args: list[str]) -> None:
     assert out.returncode == 2, out.stderr
     err = out.stderr.decode()
     assert err.count("\n") == 1 and "--target" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_sigterm_ends_an_http_replay_as_sigint_does(recorded: Path, tmp_path: Path,
+                                                    sig: int) -> None:
+    """SIGTERM, as SIGINT: the replay shuts down, writes its report and exits 3 for the
+    unmatched request (with SIGTERM it used to die at once: 143, no report)."""
+    report = tmp_path / "report.json"
+    replay = start_replay(recorded, extra=["--report", str(report)])
+
+    async def echo(s: Any, run: Any) -> None:
+        await s.call_tool("echo", {"text": "never recorded"})
+
+    with pytest.raises(BaseException):  # the SDK raises the JSON-RPC error
+        anyio.run(run_http_session, replay.url, echo)
+    code, _ = replay.stop(sig)
+    assert code == 3, replay.stderr_text()
+    assert json.loads(report.read_text())["unmatched"]

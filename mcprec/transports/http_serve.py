@@ -282,14 +282,31 @@ def run_app(app: Any, sock: socket.socket, *, announce: Callable[[], None],
                 watcher.cancel()
             await cleanup()
 
+    # SIGTERM ends the server as SIGINT does: uvicorn shuts down gracefully on either, then
+    # raises the signal again under the handler it found; with Python's default there, SIGTERM
+    # would kill the process before the code after serving (the replay's report and exit
+    # status, the recording's last commits) could run. Served, it has done its work.
+    import signal
+    import threading
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _served) if main_thread else None
     try:
-        import uvloop
-    except ImportError:
+        try:
+            import uvloop
+        except ImportError:
+            asyncio.run(main())
+            return bool(idle and idle[0].fired)
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
         asyncio.run(main())
         return bool(idle and idle[0].fired)
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-    asyncio.run(main())
-    return bool(idle and idle[0].fired)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, before)
+
+
+def _served(signum: int, frame: Any) -> None:
+    """SIGTERM raised again by uvicorn once it has shut down on it: nothing more to do."""
 
 
 def header(scope: dict[str, Any], name: bytes) -> str | None:
