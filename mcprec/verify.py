@@ -13,7 +13,7 @@ from typing import Any
 
 from . import _log
 from .cassette import Cassette, open_session_writer
-from .errors import UsageError
+from .errors import ServerStartError, UsageError
 from .record import check_command
 from .redact import Redactor, default_redactor
 from .replay.driver import DEFAULT_TIMEOUT_S, DriveResult, drive_http, drive_stdio
@@ -73,6 +73,11 @@ def run_verification(
         finally:
             writer.close(exit_code=result.exit_code if result else None,
                          status="complete" if result else "incomplete")
+    if result.gone is not None:
+        who = target if target else server[0]
+        code = f" (exit code {result.exit_code})" if result.exit_code else ""
+        said = f"; its stderr ended: {result.stderr_tail[-1]}" if result.stderr_tail else ""
+        raise ServerStartError(f"verify: the server {who} {result.gone}{code}{said}")
     for rid in result.timed_out:
         _log.warning("verify", f"verify: no answer to request id={rid} within {timeout:g} s")
     for method in result.server_requests_unanswerable:

@@ -187,3 +187,27 @@ def test_replay_report_that_cannot_be_written_is_refused_at_start(
     assert done.returncode == 2
     err = done.stderr.decode()
     assert err.count("\n") == 1 and "--report" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("how", ["exits", "refused"])
+def test_verify_against_a_dead_server_is_one_line_at_once(sdk_recordings: Any, tmp_path: Path,
+                                                          how: str) -> None:
+    """A server that exits at start, or a --target that refuses: verify says so in one line
+    with exit 2 (trouble) at once, not after waiting --timeout for every request."""
+    import shutil
+
+    cassette = tmp_path / "c.db"
+    shutil.copy(sdk_recordings.main.cassette, cassette)
+    server = (["--", sys.executable, "-c", "import sys; print('boom', file=sys.stderr); "
+               "sys.exit(3)"] if how == "exits" else ["--target", "http://127.0.0.1:1/mcp"])
+    t0 = time.monotonic()
+    done = subprocess.run([*MCPREC, "verify", str(cassette), "-s", sdk_recordings.main.session,
+                           *server], capture_output=True, timeout=60)
+    assert time.monotonic() - t0 < 20
+    assert done.returncode == 2, done.stderr
+    err = done.stderr.decode()
+    assert err.count("\n") == 1 and "Traceback" not in err
+    if how == "exits":
+        assert "exit code 3" in err and "boom" in err
+    else:
+        assert "could not be reached" in err

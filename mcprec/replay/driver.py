@@ -34,6 +34,11 @@ class DriveResult:
     timed_out: list[str] = field(default_factory=list)
     exit_code: int | None = None
     server_requests_unanswerable: list[str] = field(default_factory=list)
+    gone: str | None = None
+    """Why the server stopped answering before the recording's traffic was played (it exited,
+    its connection was refused), or None."""
+    stderr_tail: list[str] = field(default_factory=list)
+    """The server's last stderr lines (stdio)."""
 
 
 class Driver:
@@ -50,10 +55,19 @@ class Driver:
         self.writer = writer
         self.timeout = timeout
         self.result = DriveResult()
-        self._answers: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._answers: dict[str, asyncio.Future[dict[str, Any] | None]] = {}
         self._server_requests_seen: dict[str, int] = defaultdict(int)
         self._recorded_server_requests: dict[str, list[Message]] = {}
         self._answers_received: list[Any] = []
+        self._gone: str | None = None
+
+    def _lost(self, why: str) -> None:
+        """The server cannot answer any more: every wait ends now, nothing more is sent."""
+        if self._gone is None:
+            self._gone = why
+        for fut in self._answers.values():
+            if not fut.done():
+                fut.set_result(None)
 
     async def _start(self) -> None:
         raise NotImplementedError
@@ -81,6 +95,8 @@ class Driver:
                     continue  # answers to the server's requests are sent as those arrive
                 for rid in answered_before.get(m.seq, ()):
                     await self._wait_answer(rid)
+                if self._gone is not None:
+                    break
                 if m.kind == wire.REQUEST and m.rpc_id is not None:
                     self._answers.setdefault(m.rpc_id, asyncio.get_running_loop().create_future())
                 await self._send(m.raw)
@@ -89,11 +105,12 @@ class Driver:
                 await self._wait_answer(rid)
         finally:
             await self._stop()
+        self.result.gone = self._gone
         return self.result
 
     async def _wait_answer(self, rid: str) -> None:
         fut = self._answers.get(rid)
-        if fut is None or rid in self.result.timed_out:
+        if fut is None or rid in self.result.timed_out or self._gone is not None:
             return
         try:
             await asyncio.wait_for(asyncio.shield(fut), self.timeout)
@@ -143,6 +160,7 @@ class StdioDriver(Driver):
         self.env = env
         self._proc: asyncio.subprocess.Process | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
 
     async def _start(self) -> None:
         try:
@@ -168,15 +186,21 @@ class StdioDriver(Driver):
         assert self._proc is not None and self._proc.stdout is not None
         while line := await self._proc.stdout.readline():
             await self._from_server(line[:-1] if line.endswith(b"\n") else line)
+        if not self._stopping:  # the server closed its output on its own: it is gone
+            self._lost("closed its stdout (exited?) before answering the recording's requests")
 
     async def _read_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None
         while line := await self._proc.stderr.readline():
-            self.writer.stderr_line(line.rstrip(b"\r\n"))
+            text = line.rstrip(b"\r\n")
+            self.writer.stderr_line(text)
+            self.result.stderr_tail = [*self.result.stderr_tail[-2:],
+                                       text.decode("utf-8", "replace")]
 
     async def _stop(self) -> None:
         proc = self._proc
         assert proc is not None
+        self._stopping = True
         await end_process(proc)
         for task in self._tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
@@ -220,7 +244,10 @@ class HTTPDriver(Driver):
         try:
             reply = await self._http.post(raw, received)
         except HTTPClientError as e:
-            _log.warning("verify", f"verify: {e}")
+            if c.kind == wire.REQUEST:  # refused, reset, timed out: no answer will come
+                self._lost(f"could not be reached: {e.reason}")
+            else:
+                _log.warning("verify", f"verify: {e}")
             return
         if c.method == "initialize" and reply.status == 200:
             self._after_initialize()
