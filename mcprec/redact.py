@@ -360,7 +360,8 @@ class Redactor:
         self._key_rules = key_rules
         self._keys = frozenset(key_rules)
         # a cheap pre-check on raw bytes: does any secret-named key occur at all?
-        self._key_probe = re.compile(rb'"([A-Za-z_-]*)"\s*:') if self._keys else None
+        # a key, or a key of JSON held in a string (a tool's text content: \"password\": ...)
+        self._key_probe = re.compile(rb'\\?"([A-Za-z_-]*)\\?"\s*:') if self._keys else None
         self._key_words = _KEY_WORDS if rules.defaults else ()
         if rules.keys or len(key_rules) > (len(SECRET_KEYS) if rules.defaults else 0):
             self._key_words = ()  # user key names can be anything: always look
@@ -675,6 +676,12 @@ class Redactor:
                 changed = changed or hit
                 items.append(nv)
             return changed, items
+        if isinstance(value, str) and value[:1] in _JSON_OPENERS:
+            inner = _json_in(value)
+            if inner is not None:
+                hit, new = self._redact_keys(inner)
+                if hit:
+                    return True, _as_json_text(new, value)
         return False, value
 
     # -- scanning
@@ -761,7 +768,30 @@ def _all_placeholders(value: Any, keys: frozenset[str]) -> bool:
         return True
     if isinstance(value, list):
         return all(_all_placeholders(v, keys) for v in value)
+    if isinstance(value, str) and value[:1] in _JSON_OPENERS:
+        inner = _json_in(value)
+        return inner is None or _all_placeholders(inner, keys)
     return True
+
+
+_JSON_OPENERS = ("{", "[")
+
+
+def _json_in(text: str) -> Any:
+    """The object or array a string holds as JSON (a tool's text content often does), or None."""
+    from .jsonpath import embedded_json
+
+    return embedded_json(text)
+
+
+def _as_json_text(value: Any, like: str) -> str:
+    """``value`` written back as JSON text in the style of ``like``: indented (2 spaces, as the
+    SDKs write structured results as text) when it was on several lines, else compact."""
+    if "\n" in like:
+        import json
+
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    return wire.dumps(value).decode()
 
 
 # --- configuration -------------------------------------------------------------------------------

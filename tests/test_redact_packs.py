@@ -207,3 +207,39 @@ def test_pattern_matching_the_empty_string_is_refused(tmp_path: Path, flags: tup
     assert out.returncode == 2
     assert out.stderr.decode().count("\n") == 1 and "empty string" in out.stderr.decode()
     assert not (tmp_path / "e.db").exists()
+
+
+SECRET_DICT_SERVER = '''
+from mcp.server import MCPServer
+
+server = MCPServer("dict-server")
+
+
+@server.tool(description="Returns a dict: the SDK writes it as JSON text content too.")
+def account(user: str) -> dict:
+    return {"user": user, "password": "hunter2hunter2", "contact": "ann@example.com"}
+
+
+if __name__ == "__main__":
+    server.run("stdio")
+'''
+
+
+def test_secret_keys_inside_json_text_content_are_redacted(tmp_path: Path) -> None:
+    """A tool returning a dict carries it as JSON text too; the password key (a default rule)
+    and a user key rule are redacted inside that text as in structured content, and scan then
+    finds nothing."""
+    server = tmp_path / "dict_server.py"
+    server.write_text(SECRET_DICT_SERVER)
+    cassette = tmp_path / "c.db"
+
+    async def call(s: Any, run: Any) -> None:
+        run.results["r"] = dump(await s.call_tool("account", {"user": "ann"}))
+
+    run = run_client(recorded(cassette, sys.executable, str(server),
+                              extra=["--redact-key", "contact"]), call)
+    assert "hunter2hunter2" in json.dumps(run.results["r"])  # the client got it in clear
+    data = on_disk(cassette)
+    assert b"hunter2hunter2" not in data and b"ann@example.com" not in data
+    scanned = run_mcprec("scan", str(cassette))
+    assert scanned.returncode == 0, scanned.stdout + scanned.stderr
