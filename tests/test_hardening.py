@@ -211,3 +211,17 @@ def test_verify_against_a_dead_server_is_one_line_at_once(sdk_recordings: Any, t
         assert "exit code 3" in err and "boom" in err
     else:
         assert "could not be reached" in err
+
+
+def test_scan_of_an_unreadable_cassette_exits_2_not_1(sdk_recordings: Any, tmp_path: Path
+                                                      ) -> None:
+    """scan's exit 1 means findings; a cassette it cannot read is trouble (2), said in one
+    line, and the other cassettes are still scanned."""
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not sqlite at all")
+    alone = subprocess.run([*MCPREC, "scan", str(tmp_path / "missing.db")], capture_output=True,
+                           timeout=30)
+    assert alone.returncode == 2 and alone.stderr.decode().count("\n") == 1
+    both = subprocess.run([*MCPREC, "scan", str(junk), str(sdk_recordings.main.cassette)],
+                          capture_output=True, timeout=30)
+    assert both.returncode == 2 and "1 of 2 cassettes could not be scanned" in both.stderr.decode()

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..errors import McprecError, UsageError
 from ._common import (
     McprecCommandError,
     _redactor,
@@ -41,19 +42,32 @@ def redact(cassette: str, redact_paths: tuple[str, ...], redact_keys: tuple[str,
 @redaction_options
 def scan(cassettes: tuple[str, ...], require: tuple[str, ...], redact_paths: tuple[str, ...],
          redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...]) -> None:
-    """Report likely secrets left in CASSETTES; exit 1 if any (usable as a pre-commit hook).
+    """Report likely secrets left in CASSETTES; exit 1 if any (usable as a pre-commit hook),
+    2 if a cassette cannot be read (the others are scanned all the same).
 
     Each session is also scanned with the rules of its redaction manifest (the packs it was
     recorded with)."""
     from ..cassette.maintenance import scan_cassette
 
     redactor = _redactor(redact_paths, redact_keys, redact_patterns)
-    dirty = 0
+    dirty = unreadable = 0
     for path in cassettes:
-        findings = scan_cassette(path, redactor, require)
+        try:
+            findings = scan_cassette(path, redactor, require)
+        except McprecError as e:
+            if isinstance(e, UsageError):
+                raise  # the options are wrong: every cassette would fail alike
+            click.echo(f"mcprec: {e}", err=True)
+            unreadable += 1
+            continue
         for f in findings:
             click.echo(f"{path}: {f.where}: {', '.join(f.kinds)}")
         dirty += bool(findings)
+    if unreadable:
+        if len(cassettes) > 1:
+            click.echo(f"mcprec: {unreadable} of {len(cassettes)} cassettes could not be "
+                       "scanned" + (f"; likely secrets in {dirty}" if dirty else ""), err=True)
+        sys.exit(2)
     if dirty:
         what = "likely secrets, or sessions not redacted as required," if require else \
             "likely secrets"
