@@ -318,3 +318,15 @@ def test_new_episodes_appends_live_traffic_redacted_by_the_manifest(tmp_path: Pa
         assert str(value).encode() not in on_disk(cassette)
     again = run_client([*MCPREC, "replay", str(cassette)], lookup_other)
     assert again.results["r"]["structured_content"]["asked"].startswith("<email:")
+
+
+def test_diff_of_two_cassettes_hashed_with_their_own_salts_says_why_they_differ(
+        tmp_path: Path) -> None:
+    """Each cassette's own salt gives the same email another pseudonym: the diff says so and
+    names the way out ($MCPREC_REDACT_SALT)."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    for c in (a, b):
+        record_pii(c, "--redact-pack", "pii", "--redact-strategy", "hash")
+    out = run_mcprec("diff", str(a), str(b))
+    assert out.returncode == 1
+    assert "MCPREC_REDACT_SALT" in out.stdout.decode()

@@ -55,8 +55,25 @@ def diff_sessions(
         ca, cb = _open(cassette_a, stack), _open(cassette_b, stack)
         sa, sb = _session(ca, session_a), _session(cb, session_b)
         a, b = load_side(ca, sa), load_side(cb, sb)
-        return compare_sides(a, b, cmp, latency_threshold, latency_min_ms,
-                             surface_only=surface_only)
+        result = compare_sides(a, b, cmp, latency_threshold, latency_min_ms,
+                               surface_only=surface_only)
+        note = _salt_note(ca, sa, cb, sb)
+        if note:
+            result.summary.notes.append(note)
+        return result
+
+
+def _salt_note(ca: Any, sa: Any, cb: Any, sb: Any) -> str | None:
+    """Two cassettes, each hashed with its own salt: equal values have different pseudonyms."""
+    if Path(ca.path).resolve() == Path(cb.path).resolve():
+        return None
+    ma = ca.redaction_manifests([sa]).get(sa.id) or {}
+    mb = cb.redaction_manifests([sb]).get(sb.id) or {}
+    if ma.get("salt") == "cassette" or mb.get("salt") == "cassette":
+        return ("pseudonyms (--redact-strategy hash) are keyed by each cassette's own salt, so "
+                "equal values differ between these cassettes; record both with "
+                "$MCPREC_REDACT_SALT set alike to compare them")
+    return None
 
 
 def compare_sides(a: Side, b: Side, cmp: Comparer, latency_threshold: float,
