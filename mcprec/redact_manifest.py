@@ -65,10 +65,12 @@ def salted_for(redact: Any, path: Any) -> Any:
 
 
 def rules_from_manifest(manifest: Mapping[str, Any], *, cassette_path: Any = None,
-                        session: str | None = None) -> Rules:
+                        session: str | None = None, given: Iterable[Any] = ()) -> Rules:
     """The rules a manifest names. Each user pack is read again from its file, which must hold
     the very bytes it held then (found as recorded, relative to the working directory, or
-    next to the cassette); otherwise a one-line ``UsageError`` naming the file."""
+    next to the cassette); otherwise a one-line ``UsageError`` naming the file, unless that
+    file's current version is among the packs ``given`` on the command line: giving it there
+    says to use this version (and ``redact`` then re-redacts the cassette with it)."""
     import hashlib
 
     from .redact import Rules
@@ -93,11 +95,16 @@ def rules_from_manifest(manifest: Mapping[str, Any], *, cassette_path: Any = Non
                 found = parse_pack(data.decode("utf-8", "replace"), file, sha256=digest)
                 break
             differs = c
+        if found is None and differs is not None:
+            here = differs.resolve()
+            found = next((p for p in given if Path(p.file).resolve() == here), None)
         if found is None:
             if differs is not None:
                 raise UsageError(
                     f"redaction pack {differs} differs from the one that redacted the "
-                    f"recording{of} (sha256 {digest[:12]}...); restore that version of it")
+                    f"recording{of} (sha256 {digest[:12]}...); restore that version of it, or "
+                    f"give it with --redact-pack {differs} to use this one (`mcprec redact "
+                    f"CASSETTE --redact-pack {differs}` re-redacts the cassette with it)")
             raise UsageError(f"redaction pack {file} not found; the recording{of} was redacted "
                              "with it: run from the directory holding it")
         user.append(found)
@@ -139,7 +146,8 @@ def session_redactor(base: Any, cassette: Any, sessions: Iterable[Any], *,
     names = {s.id: s.name for s in sessions}
     rules: Rules | None = None
     for sid, m in manifests.items():
-        r = rules_from_manifest(m, cassette_path=cassette.path, session=names.get(sid))
+        r = rules_from_manifest(m, cassette_path=cassette.path, session=names.get(sid),
+                                given=getattr(getattr(base, "rules", None), "user_packs", ()))
         rules = r if rules is None else rules.merged(r)
     assert rules is not None
     if base is None:

@@ -330,3 +330,25 @@ def test_diff_of_two_cassettes_hashed_with_their_own_salts_says_why_they_differ(
     out = run_mcprec("diff", str(a), str(b))
     assert out.returncode == 1
     assert "MCPREC_REDACT_SALT" in out.stdout.decode()
+
+
+def test_an_edited_user_pack_given_again_is_the_way_forward(tmp_path: Path) -> None:
+    """After a user pack is edited, `redact --redact-pack FILE` re-redacts the cassette with
+    the new version and records its hash; replay then runs with no flags again."""
+    work = tmp_path / "project"
+    work.mkdir()
+    pack = work / "crm.toml"
+    pack.write_text('[[rules]]\nkind = "customer"\npattern = "CUST-[0-9]{6}"\n')
+    cassette = work / "c.db"
+    run_client([*MCPREC, "record", "-c", str(cassette), "-s", "s1", "--redact-pack", "crm.toml",
+                "--", *PII_SERVER], _calls, cwd=work)
+    old = manifest(cassette)["user_packs"][0]["sha256"]
+    pack.write_text('[[rules]]\nkind = "customer"\npattern = "CUST-[0-9]{6}"\n\n'
+                    '[[rules]]\nkind = "order"\npattern = "ORD-[0-9]{4}"\n')
+    refused = run_mcprec("replay", str(cassette), input=b"")
+    assert refused.returncode == 2 and "--redact-pack" in refused.stderr.decode()
+    redone = run_mcprec("redact", str(cassette), "--redact-pack", str(pack))
+    assert redone.returncode == 0, redone.stderr
+    new = manifest(cassette)["user_packs"]
+    assert len(new) == 1 and new[0]["sha256"] not in (old, "")
+    assert replay_calls(cassette)["lookup"]["structuredContent"]["asked"] == EMAIL
