@@ -147,6 +147,10 @@ def record_http(
 
     if run_app(proxy, sock, announce=ready, cleanup=proxy.aclose, max_idle=max_idle):
         n = len(proxy.sessions)
+        if not n:  # unattended, and nothing came: a failed recording, not a quiet success
+            _log.warning("record", f"no traffic for {max_idle:g} s (--max-idle) and no client "
+                         f"ever connected: nothing recorded in {path}")
+            return 1
         _log.info("record", f"no traffic for {max_idle:g} s (--max-idle): recording ended, "
                   f"{n} session{'' if n == 1 else 's'} in {path}")
     return 0

@@ -59,12 +59,13 @@ def test_recording_ends_after_the_silence(upstream: Any, tmp_path: Path) -> None
 
 
 def test_nobody_connecting_ends_it_too(upstream: Any, tmp_path: Path) -> None:
-    """No client at all: the proxy ends after the silence, exit 0, an empty cassette."""
+    """No client at all: the proxy ends after the silence with exit 1 (an unattended
+    recording that recorded nothing failed), saying so in one line."""
     proxy = start_proxy(upstream.url, tmp_path / "none.db", extra=["--max-idle", "500ms"])
     took = _wait_exit(proxy, 15)
-    assert proxy.popen.returncode == 0, proxy.stderr_text()
+    assert proxy.popen.returncode == 1, proxy.stderr_text()
     assert took < 10
-    assert any("recording ended, 0 sessions" in line for line in proxy.err)
+    assert any("no client ever connected: nothing recorded" in line for line in proxy.err)
 
 
 def test_a_request_in_flight_is_not_silence(upstream: Any, tmp_path: Path) -> None:
