@@ -243,3 +243,14 @@ def test_secret_keys_inside_json_text_content_are_redacted(tmp_path: Path) -> No
     assert b"hunter2hunter2" not in data and b"ann@example.com" not in data
     scanned = run_mcprec("scan", str(cassette))
     assert scanned.returncode == 0, scanned.stdout + scanned.stderr
+
+
+def test_two_phone_numbers_side_by_side_are_both_redacted() -> None:
+    """An international number does not run on into the next number's area code, which
+    would leave the rest of that number in clear."""
+    from mcprec.redact import Redactor, Rules
+
+    text = "+14155552671 (415) 555-2671; +1 (415) 555-2671; +44 20 7946 0958."
+    msg = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": text}}).encode()
+    out = json.loads(Redactor(Rules(packs=("pii",))).redact(msg))["result"]["text"]
+    assert out == "[REDACTED] [REDACTED]; [REDACTED]; [REDACTED].", out
