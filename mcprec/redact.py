@@ -400,6 +400,8 @@ class Redactor:
         """What a found text value becomes: ``[REDACTED]`` (or the rule's text),
         ``<kind:3f9a1c2b>``, or ``****1111``."""
         if strategy == "hash":
+            if kind == "email":  # Ann@Example.com and ann@example.com: one person, one token
+                value = value.lower()
             return f"<{kind}:{self._digest(kind, value)[:8]}>"
         if strategy == "mask":
             if kind == "email" and "@" in value:

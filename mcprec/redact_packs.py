@@ -218,7 +218,7 @@ _PEM = (r"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\s\\n]*?-----END [A-Z ]
 _SEG = r"[A-Za-z0-9._@%+=~-]"  # no comma: "see /etc/x, then" ends at the comma
 _HOME = (r"(?<![0-9A-Za-z_.~\\-])(?:/home|/Users)/[A-Za-z0-9._-]+(?:/" + _SEG + r"+)*/?(?<!\.)"
          r"|(?<![0-9A-Za-z_])[A-Za-z]:(?:\\\\|\\)(?:Users|Documents and Settings)(?:\\\\|\\)"
-         r"[^\\\"\s]+(?:(?:\\\\|\\)[^\\\"\s]+)*")
+         r"[^\\\"\s,;]+(?:(?:\\\\|\\)[^\\\"\s,;]+)*")  # no comma, as _SEG
 _PATH = r"(?<![0-9A-Za-z_.~:\\-])(?<!:/)/(?:" + _SEG + r"+/)+" + _SEG + r"*(?<!\.)"
 
 PACKS: dict[str, tuple[PatternRule, ...]] = {

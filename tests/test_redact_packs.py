@@ -254,3 +254,17 @@ def test_two_phone_numbers_side_by_side_are_both_redacted() -> None:
     msg = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": text}}).encode()
     out = json.loads(Redactor(Rules(packs=("pii",))).redact(msg))["result"]["text"]
     assert out == "[REDACTED] [REDACTED]; [REDACTED]; [REDACTED].", out
+
+
+def test_pseudonyms_of_emails_ignore_case_and_windows_paths_stop_at_a_comma() -> None:
+    """One person, one token whatever the case of their email; a Windows home path ends at a
+    comma as a POSIX one does."""
+    from mcprec.redact import Redactor, Rules
+
+    text = "Ann@Example.com, ann@example.com; C:\\Users\\ann\\x.txt, rel"
+    msg = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": text}}).encode()
+    out = json.loads(Redactor(Rules(packs=("pii", "paths"), strategy="hash"),
+                              salt=b"s" * 32).redact(msg))["result"]["text"]
+    first, second, path = out.split(", ")[0], out.split(", ")[1].split(";")[0], out.split("; ")[1]
+    assert first == second and first.startswith("<email:")
+    assert path.startswith("<home:") and out.endswith(", rel")
