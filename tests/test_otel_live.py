@@ -93,7 +93,11 @@ def test_live_spans_are_the_ones_export_sends(tmp_path: Path, receiver: Receiver
     wait_for_root(receiver)
     live = summary(receiver)
     assert len(live) > 20
-    assert receiver.data_points("mcp.client.operation.duration")
+    # the histograms go with the last batch, which may land a moment after the root span
+    deadline = time.monotonic() + 15
+    while not receiver.data_points("mcp.client.operation.duration"):
+        assert time.monotonic() < deadline, "no duration histogram delivered"
+        time.sleep(0.05)
     with serve_receiver() as later:
         result = run_mcprec("export", str(cassette), "--otlp", later.url)
         assert result.returncode == 0, result.stderr.decode()
