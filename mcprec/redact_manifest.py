@@ -164,6 +164,18 @@ def session_redactor(base: Any, cassette: Any, sessions: Iterable[Any], *,
     return Redactor(merged, salt=salt)
 
 
+def redactor_like(base: Any, cassette: Any, session: Any) -> Any:
+    """The redactor that writes new traffic as ``session`` was written (verify's run beside
+    it, replay's live traffic appended to it): ``base`` plus its manifest's rules, keyed by
+    the same salt; the defaults and the config files when ``base`` is None."""
+    found = session_redactor(base, cassette, [session])
+    if found is not None:
+        return found
+    from .redact import default_redactor
+
+    return default_redactor()
+
+
 def adds_to_defaults(manifest: Mapping[str, Any]) -> bool:
     """Whether a manifest names more than the default rules (as ``Rules.adds_to_defaults``)."""
     return bool(list(manifest.get("packs", ())) != ["credentials"] or manifest.get("user_packs")

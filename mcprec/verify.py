@@ -15,7 +15,7 @@ from . import _log
 from .cassette import Cassette, open_session_writer
 from .errors import ServerStartError, UsageError
 from .record import check_command
-from .redact import Redactor, default_redactor
+from .redact import Redactor
 from .replay.driver import DEFAULT_TIMEOUT_S, DriveResult, drive_http, drive_stdio
 from .replay.playback import check_replayable
 
@@ -30,9 +30,9 @@ class Verification:
 def _session_rules(redact: Redactor | None, c: Cassette, s: Any) -> Redactor:
     """The rules given, plus those the reference session was redacted with (its manifest):
     the new run is redacted alike, so that the two compare."""
-    from .redact_manifest import session_redactor
+    from .redact_manifest import redactor_like
 
-    return session_redactor(redact, c, [s]) or default_redactor()
+    return redactor_like(redact, c, s)
 
 
 def run_verification(

@@ -172,11 +172,10 @@ def _append_writer(cassette: Cassette, session: Session, redact: Any = None) -> 
     """A writer that continues ``session``: later seqs, and times after its last message,
     redacted by the rules given plus those the session was recorded with (its manifest, keyed
     by the same salt), so that live traffic reaches the disk as the recording did."""
-    from ..redact import default_redactor
-    from ..redact_manifest import session_redactor
+    from ..redact_manifest import redactor_like
 
     own = Cassette.open(cassette.path)
-    rules = session_redactor(redact, own, [session]) or default_redactor()
+    rules = redactor_like(redact, own, session)
     last_seq, last_t = own.last_position(session)
     start = time.monotonic_ns() - (last_t + 1_000_000)
     return SessionWriter(own, session, clock_start_ns=start, first_seq=last_seq + 1,
