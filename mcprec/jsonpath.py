@@ -230,7 +230,7 @@ def _update(value: Any, path: Path, at: Callable[[Any], Any], into: bool) -> Any
     head = path[0]
     if head is DESCEND:
         value = _update(value, path[1:], at, into)
-        return _each_child(value, lambda child: _update(child, path, at, into), into)
+        return each_child(value, lambda child: _update(child, path, at, into), into)
     if into and isinstance(value, (str, Embedded)):
         inner = value.value if isinstance(value, Embedded) else embedded_json(value)
         return value if inner is None else Embedded(_update(inner, path, at, into))
@@ -260,8 +260,10 @@ def _update(value: Any, path: Path, at: Callable[[Any], Any], into: bool) -> Any
     return value
 
 
-def _each_child(value: Any, fn: Callable[[Any], Any], into: bool) -> Any:
-    """``value`` with ``fn`` applied to each of its children (copied only if one changed)."""
+def each_child(value: Any, fn: Callable[[Any], Any], into: bool = False) -> Any:
+    """``value`` with ``fn`` applied to each of its children (copied only if one changed);
+    ``into``: a string holding JSON counts as its parsed value. The one container walk of
+    ``--ignore``, ``--redact-path`` and the normalizers."""
     if isinstance(value, dict):
         new = {k: fn(v) for k, v in value.items()}
         return value if all(new[k] is v for k, v in value.items()) else new
@@ -269,10 +271,10 @@ def _each_child(value: Any, fn: Callable[[Any], Any], into: bool) -> Any:
         new_l = [fn(v) for v in value]
         return value if all(a is b for a, b in zip(new_l, value)) else new_l
     if isinstance(value, Embedded):
-        return Embedded(_each_child(value.value, fn, into))
+        return Embedded(each_child(value.value, fn, into))
     if into and isinstance(value, str):
         inner = embedded_json(value)
-        return value if inner is None else Embedded(_each_child(inner, fn, into))
+        return value if inner is None else Embedded(each_child(inner, fn, into))
     return value
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import UsageError
-from .jsonpath import Embedded, embedded_json
+from .jsonpath import Embedded, each_child, embedded_json
 
 ISO8601 = (
     r"(?<![0-9])\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])[T ](?:[01]\d|2[0-3]):[0-5]\d"
@@ -213,14 +213,8 @@ class Normalizer:
             if inner is not None:
                 return Embedded(self._value(inner))
             return self.text(value)
-        if isinstance(value, dict):
-            new = {k: self._value(v) for k, v in value.items()}
-            return value if all(new[k] is v for k, v in value.items()) else new
-        if isinstance(value, list):
-            new_l = [self._value(v) for v in value]
-            return value if all(a is b for a, b in zip(new_l, value)) else new_l
-        if isinstance(value, Embedded):
-            return Embedded(self._value(value.value))
+        if isinstance(value, (dict, list, Embedded)):
+            return each_child(value, self._value)
         if self._epochs and is_epoch(value):
             return "<timestamp>"
         return value
