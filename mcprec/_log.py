@@ -7,8 +7,9 @@ command line (and the recorder's own process) calls :func:`to_stderr` once, whic
 up as ``mcprec: <text>`` lines, as the commands always have.
 
 :mod:`logging` is imported at the first notice, not before: it costs 5-10 ms (``python -X
-importtime``), which replay's start-up (the first answer, issue of speed) does not pay, and a
-notice is rare and seldom comes before the first answer.
+importtime``), which replay's start-up (the first answer) does not pay. On the command line,
+while nothing else has imported it, a notice is written straight to stderr in the handler's
+format (see ``_direct``), so it is not imported at all.
 """
 
 from __future__ import annotations
