@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 
 from mcprec.cassette import Cassette
 
@@ -34,12 +33,3 @@ def test_command_line_shows_notices_as_one_prefixed_line(tmp_path: Path) -> None
     notices = [ln for ln in done.stderr.splitlines() if "created directory" in ln]
     assert notices == [f"mcprec: created directory {cassette.parent} for the cassette"], (
         done.stderr)
-
-
-def test_replay_start_does_not_import_logging() -> None:
-    """The click-free replay path leaves logging unimported (5-10 ms of start-up)."""
-    code = ("import sys, mcprec._entry, mcprec.replay, mcprec.replay.playback, "
-            "mcprec.replay.lean; print('logging' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT, check=True)
-    assert done.stdout.strip() == "False"
