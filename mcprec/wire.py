@@ -81,11 +81,40 @@ else:
 # with digits in its text 4.3 -> 0.85 µs, an initialize 0.47 -> 0.69 µs.
 _DIGIT_MASK = bytes(0x31 if 0x30 <= c <= 0x39 else 0x30 for c in range(256))
 _DIGIT_RUN = b"1" * 19
+_SAMPLED_FROM = 4096
+_STRIDE = 6
+_MAX_MISSES = 16
+
+
+def _digit_run(raw: bytes | bytearray) -> bool:
+    """Whether ``raw`` holds 19 digits in a row.
+
+    A long message is looked at through every 6th byte first: a run of 19 digits puts three
+    samples in a row on digits, so only where three samples are digits is the text itself
+    looked at (24 bytes around them). Text with many such places (long numbers) gets the whole
+    check after 16 of them. Measured in-process, 100 KB messages, whole check -> sampled: the
+    benchmark's alphanumeric text 155 -> 9 µs, README prose 74 -> 9 µs, a list of 15,000
+    6-digit numbers 191 -> 200 µs."""
+    if len(raw) < _SAMPLED_FROM:
+        return _DIGIT_RUN in raw.translate(_DIGIT_MASK)
+    sampled = raw[::_STRIDE].translate(_DIGIT_MASK)
+    i = sampled.find(b"111")
+    misses = 0
+    while i >= 0:
+        # the run of 19 holding samples i, i+1, i+2 starts at most 5 bytes before sample i
+        at = i * _STRIDE
+        if _DIGIT_RUN in raw[max(0, at - _STRIDE): at + 19].translate(_DIGIT_MASK):
+            return True
+        misses += 1
+        if misses == _MAX_MISSES:
+            return _DIGIT_RUN in raw.translate(_DIGIT_MASK)
+        i = sampled.find(b"111", i + 1)
+    return False
 
 
 def loads(raw: bytes) -> Any:
     """Parse JSON exactly: integers beyond 64 bits stay integers (orjson would round them)."""
-    if _DIGIT_RUN in raw.translate(_DIGIT_MASK):  # 19 digits in a row: perhaps such an integer
+    if _digit_run(raw):  # 19 digits in a row: perhaps such an integer
         try:
             return json.loads(raw)
         except (ValueError, RecursionError) as e:

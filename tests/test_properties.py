@@ -162,6 +162,26 @@ def test_large_integers_parse_exactly(n: int) -> None:
     assert wire.loads(b'{"n":%d}' % n) == {"n": n}
 
 
+digit_texts = st.lists(
+    st.one_of(st.text("0123456789", min_size=1, max_size=40),
+              st.text("abc ,.:-\"{}[]e0123456789", min_size=1, max_size=9)),
+    min_size=1, max_size=400,
+).map(lambda parts: "".join(parts).encode())
+
+
+@given(digit_texts, st.integers(0, 6000))
+def test_sampled_digit_run_check_agrees_with_the_whole_check(text: bytes, pad: int) -> None:
+    """The long-message shortcut (every 6th byte first) finds a run of 19 digits exactly when
+    the whole check does, wherever the run sits (the padding moves the text past the size where
+    the shortcut begins and slides it across the sampled positions)."""
+    raw = b"x" * pad + text
+    assert wire._digit_run(raw) == (wire._DIGIT_RUN in raw.translate(wire._DIGIT_MASK))
+    if pad >= 19:  # a run planted at any offset is found
+        at = pad - 19
+        planted = raw[:at] + b"9" * 19 + raw[at + 19:]
+        assert wire._digit_run(planted)
+
+
 # --- paths: every path mcprec prints parses back to the same place ------------------------------
 
 # any key a JSON object may have: the path syntax's own characters, digits, empty, unicode
