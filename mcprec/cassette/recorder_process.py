@@ -22,6 +22,7 @@ import asyncio
 import collections
 import contextlib
 import fcntl
+import itertools
 import os
 import select
 import sqlite3
@@ -61,6 +62,10 @@ before it kills the process group; the recorder marks it too, as it reads the cl
 _MARK_ENDED = ("UPDATE sessions SET ended_at = ?, exit_code = ? WHERE id = ? AND "
                "status = 'recording'")
 RULES_ENV = "MCPREC_RECORDER_RULES"
+_JOIN_BELOW = 4096
+"""A payload up to this size is sent joined to its header (one piece); a larger one as its own."""
+_IOV = 512
+"""Pieces per writev (Linux takes up to 1024)."""
 
 
 class RecorderProcess:
@@ -82,7 +87,13 @@ class RecorderProcess:
             fcntl.fcntl(self._fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
         os.set_blocking(self._fd, False)
         self.pauses = 0
-        self._buf = bytearray()
+        # what is sent and not yet written, as the pieces it came in (headers and payloads):
+        # written with writev, never joined. A bytearray that was appended to and cut from the
+        # front moved its whole backlog in memory at each append once the recorder was behind:
+        # the tap spent 34% of its CPU in memmove on 100 KB messages. Tap CPU per pipelined 100 KB
+        # request (both ways, 4 in flight, 1,500 requests): 453 -> 213 µs (bare asyncio relay: 273)
+        self._out: collections.deque[bytes | memoryview] = collections.deque()
+        self._out_bytes = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduled = False
         self._watching = False
@@ -100,8 +111,14 @@ class RecorderProcess:
              direction: int = 0) -> None:
         if self.broken:
             return
-        self._buf += _HEAD.pack(kind, direction, session_id, t_ns, len(payload))
-        self._buf += payload
+        head = _HEAD.pack(kind, direction, session_id, t_ns, len(payload))
+        if len(payload) <= _JOIN_BELOW:
+            self._out.append(head + payload)  # one small piece: cheaper to join than to list
+        else:
+            self._out.append(head)
+            # a bytes payload is kept as it is (immutable); anything else is copied once
+            self._out.append(payload if type(payload) is bytes else bytes(payload))
+        self._out_bytes += len(head) + len(payload)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no event loop here: write at once
@@ -112,35 +129,48 @@ class RecorderProcess:
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._flush)
-        if not self._pressed and len(self._buf) > HIGH_WATER and self.on_pressure is not None:
+        if not self._pressed and self._out_bytes > HIGH_WATER and self.on_pressure is not None:
             self._pressed = True
             self.pauses += 1
             if self.pauses == 1:
-                _log.warning("record", f"the recorder of {self.path} is {len(self._buf) >> 20} "
+                _log.warning("record", f"the recorder of {self.path} is {self._out_bytes >> 20} "
                              f"MiB behind (beyond its own {MAX_BACKLOG >> 20} MiB): forwarding "
                              "waits for it to catch up, so that memory stays bounded")
             self.on_pressure(True)
 
+    def _write_some(self) -> None:
+        """One writev of what is waiting (up to ``_IOV`` pieces); drops what it wrote."""
+        out = self._out
+        n = os.writev(self._fd, list(itertools.islice(out, _IOV)) if len(out) > _IOV else out)
+        self._out_bytes -= n
+        while n:
+            first = out[0]
+            if len(first) <= n:
+                n -= len(first)
+                out.popleft()
+            else:
+                out[0] = memoryview(first)[n:]
+                break
+
     def _flush(self) -> None:
         self._scheduled = False
-        if self.broken or not self._buf:
+        if self.broken or not self._out:
             return
         try:
-            while self._buf:
-                n = os.write(self._fd, self._buf)
-                del self._buf[:n]
+            while self._out:
+                self._write_some()
         except BlockingIOError:
             pass
         except (BrokenPipeError, OSError) as e:
             self._broke(e)
             return
-        if self._buf and not self._watching and self._loop is not None:
+        if self._out and not self._watching and self._loop is not None:
             self._watching = True
             self._loop.add_writer(self._fd, self._flush)
-        elif not self._buf and self._watching and self._loop is not None:
+        elif not self._out and self._watching and self._loop is not None:
             self._watching = False
             self._loop.remove_writer(self._fd)
-        if self._pressed and len(self._buf) < LOW_WATER and self.on_pressure is not None:
+        if self._pressed and self._out_bytes < LOW_WATER and self.on_pressure is not None:
             self._pressed = False
             self.on_pressure(False)
 
@@ -150,13 +180,12 @@ class RecorderProcess:
             with contextlib.suppress(Exception):
                 self._loop.remove_writer(self._fd)
             self._watching = False
-        if self.broken or not self._buf:
+        if self.broken or not self._out:
             return
         os.set_blocking(self._fd, True)
         try:
-            while self._buf:
-                n = os.write(self._fd, self._buf)
-                del self._buf[:n]
+            while self._out:
+                self._write_some()
         except OSError as e:
             self._broke(e)
         finally:
@@ -165,7 +194,8 @@ class RecorderProcess:
 
     def _broke(self, e: BaseException) -> None:
         self.broken = True
-        self._buf.clear()
+        self._out.clear()
+        self._out_bytes = 0
         _log.warning("record", f"the recorder for {self.path} stopped ({e}); traffic is still "
                      "forwarded but no longer recorded")
 
