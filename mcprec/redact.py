@@ -582,7 +582,7 @@ class Redactor:
                 text = self._sub(self._checks_s[i], text, False, PLACEHOLDER)
         return self._sub_shaped(text, False) if self._shaped else text
 
-    def _selected(self, data: Any, gated: list[tuple[Any, list[tuple[Any, int]]]],
+    def _selected(self, data: Any, gated: list[tuple[Any, list[tuple[Any, tuple[int, ...]]]]],
                   any_anchor: Any) -> list[int]:
         """The checks worth running on ``data``: those with an anchor in it, and anchorless ones."""
         # small messages: one regex pass beats many substring searches; large ones (base64
@@ -596,9 +596,9 @@ class Redactor:
         for gate, group in gated:
             if gate is not None and gate not in data:
                 continue
-            for a, i in group:
-                if a in data and i not in picked:
-                    picked.append(i)
+            for a, ids in group:
+                if (a in data) if type(a) is not re.Pattern else (a.search(data) is not None):
+                    picked.extend(i for i in ids if i not in picked)
         return sorted(picked)
 
     def redact_value(self, value: Any) -> Any:
@@ -779,15 +779,37 @@ _GATES = ("_", "=", "-", "@")
 _KEY_END = re.compile(rb'"\s*:')  # the end of a key (of JSON held in a string too: \":)
 
 
-def _gated(anchors: list[tuple[Any, int]]) -> list[tuple[Any, list[tuple[Any, int]]]]:
-    """The anchors grouped by a byte of theirs that prose seldom has (None: no such byte)."""
+def _gated(anchors: list[tuple[Any, int]]) -> list[tuple[Any, list[tuple[Any, tuple[int, ...]]]]]:
+    """The anchors grouped by a byte of theirs that prose seldom has (None: no such byte), each
+    with the checks it selects."""
     groups: dict[Any, list[tuple[Any, int]]] = {}
     for a, i in anchors:
         text = a.decode("latin-1") if isinstance(a, bytes) else a
         gate = next((g for g in _GATES if g in text), None)
         key = gate.encode() if gate is not None and isinstance(a, bytes) else gate
         groups.setdefault(key, []).append((a, i))
-    return list(groups.items())
+    return [(gate, _merged(group) if gate is None else [(a, (i,)) for a, i in group])
+            for gate, group in groups.items()]
+
+
+def _merged(group: list[tuple[Any, int]]) -> list[tuple[Any, tuple[int, ...]]]:
+    """Anchors that begin with the same upper-case letter (AKIA, ASIA, AIza) looked for in one
+    regex: re finds their common first letter, then tries each there, in one pass instead of
+    one each. A 100 KB message without them, in-process: 168 -> 63-70 µs for the three (text,
+    prose, code alike). Not for a lower-case first letter: one as common as "e" (earer, eyJ)
+    made the pass 218 µs on prose, slower than two searches."""
+    by_first: dict[Any, list[tuple[Any, int]]] = {}
+    for a, i in group:
+        by_first.setdefault(a[:1], []).append((a, i))
+    out: list[tuple[Any, tuple[int, ...]]] = []
+    for first, items in by_first.items():
+        if len(items) > 1 and first.isupper():
+            alts = sorted({a for a, _ in items}, key=len, reverse=True)
+            joined = (b"|" if isinstance(first, bytes) else "|").join(re.escape(a) for a in alts)
+            out.append((re.compile(joined), tuple(sorted({i for _, i in items}))))
+        else:
+            out.extend((a, (i,)) for a, i in items)
+    return out
 
 
 def _all_placeholders(value: Any, keys: frozenset[str]) -> bool:
