@@ -137,17 +137,33 @@ CREATE TABLE redaction_salt (
 """
 
 
+_BACKPRESSURE = """
+-- Per session that had to wait for its recorder: how often forwarding paused until the recorder
+-- caught up (back-pressure), for how long in all, and the bound it kept memory within. A session
+-- that never paused has no row.
+CREATE TABLE session_backpressure (
+    session_id  INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    pauses      INTEGER NOT NULL,
+    paused_ms   INTEGER NOT NULL,
+    bound_bytes INTEGER NOT NULL                -- what the tap held for the recorder, at most
+);
+"""
+
+
 MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _INITIAL),
     ("0002_waits_for", _WAITS_FOR),
     ("0003_waits_for_backfill", _backfill_waits_for),
     ("0004_redaction_manifest", _REDACTION),
+    ("0005_backpressure", _BACKPRESSURE),
 ]
 
 WAITS_FOR_VERSION = 2
 """The first format version whose ``messages`` has ``waits_for``."""
 REDACTION_VERSION = 4
 """The first format version with ``session_redaction`` and ``redaction_salt``."""
+BACKPRESSURE_VERSION = 5
+"""The first format version with ``session_backpressure``."""
 
 FORMAT_VERSION = len(MIGRATIONS)
 

@@ -603,6 +603,36 @@ class Cassette:
             return None
         return None if row is None else bytes(row[0])
 
+    # --- back-pressure: how long forwarding waited for the recorder -------------------------
+
+    def backpressure(self, sessions: Any = None) -> dict[int, dict[str, int]]:
+        """Session id -> ``{pauses, paused_ms, bound_bytes}``: how often forwarding paused for
+        the recorder to catch up, for how long in all, and the bound it kept memory within.
+        Sessions that never paused (or recorded before this was kept) are absent."""
+        sql = "SELECT session_id, pauses, paused_ms, bound_bytes FROM session_backpressure"
+        try:
+            if sessions is None:
+                rows = self._conn.execute(sql).fetchall()
+            else:
+                ids = [s.id if isinstance(s, Session) else int(s) for s in sessions]
+                rows = self._conn.execute(
+                    f"{sql} WHERE session_id IN ({', '.join('?' * len(ids))})",
+                    ids).fetchall() if ids else []
+        except sqlite3.OperationalError:  # a cassette of an older format, read as it is
+            return {}
+        return {sid: {"pauses": n, "paused_ms": ms, "bound_bytes": bound}
+                for sid, n, ms, bound in rows}
+
+    def set_backpressure(self, session: Session | int, *, pauses: int, paused_ms: int,
+                         bound_bytes: int) -> None:
+        """Store (or replace) how often and how long forwarding paused for the recorder."""
+        sid = session.id if isinstance(session, Session) else session
+        self._conn.execute(
+            "INSERT INTO session_backpressure (session_id, pauses, paused_ms, bound_bytes) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET pauses = "
+            "excluded.pauses, paused_ms = excluded.paused_ms, bound_bytes = excluded.bound_bytes",
+            (sid, pauses, paused_ms, bound_bytes))
+
     _UPDATABLE = frozenset({
         "ended_at", "status", "exit_code", "protocol_version", "client_info", "server_info",
         "client_capabilities", "server_capabilities", "instructions", "tags", "mcprec_version",
