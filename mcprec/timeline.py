@@ -50,6 +50,15 @@ def session_dict(s: Session) -> dict[str, Any]:
     }
 
 
+def backpressure_line(paused: dict[str, int]) -> str:
+    """``show``'s line for a session whose forwarding waited for the recorder
+    (``Cassette.backpressure``): how often, how long, and the memory bound that made it wait."""
+    n, ms = paused["pauses"], paused["paused_ms"]
+    took = human_duration_ns(ms * 1_000_000) if ms else "under 1 ms"
+    return (f"forwarding paused {n} time{'s' if n != 1 else ''} ({took} in all) waiting for "
+            f"the recorder (memory bound {paused['bound_bytes'] >> 20} MiB)")
+
+
 def session_rows(sessions: Iterable[Session], unanswered: dict[int, int] | None = None
                  ) -> list[list[str]]:
     """The rows of ``mcprec sessions``; ``unanswered``: session id -> requests with no answer."""

@@ -6,10 +6,11 @@ once per event-loop turn. In the recorder process a reader thread empties the pi
 fills and cuts lines; the main thread redacts, classifies, pairs and commits them in batches, on
 its own interpreter, at a lower CPU priority than forwarding. When it falls far behind, its
 backlog bound stops the reader, and then the tap's buffer's high water mark pauses reading at the
-tap (memory stays bounded, and mcprec says so once). The recorder runs in a process group of its
-own and outlives the tap: at the end the tap hands over the rest, waits until the session is
-marked as ended (readers then wait for it to be complete) and exits with the server's code; the
-recorder commits what remains and marks the session complete. If mcprec is killed outright, the
+tap (memory stays bounded: mcprec says so once, and the session keeps how often and how long
+forwarding paused, which ``show`` prints). The recorder runs in a process group of its own and
+outlives the tap: at the end the tap hands over the rest, waits until the session is marked as
+ended (readers then wait for it to be complete) and exits with the server's code; the recorder
+commits what remains and marks the session complete. If mcprec is killed outright, the
 recorder still gets everything already written to the pipe, commits it, and marks the session
 incomplete.
 
@@ -86,7 +87,9 @@ class RecorderProcess:
         with contextlib.suppress(OSError):  # room for bursts between the recorder's reads
             fcntl.fcntl(self._fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
         os.set_blocking(self._fd, False)
-        self.pauses = 0
+        self.pauses = 0  # how often forwarding paused for the recorder, and for how long
+        self.paused_ns = 0
+        self._paused_at = 0
         # what is sent and not yet written, as the pieces it came in (headers and payloads):
         # written with writev, never joined. A bytearray that was appended to and cut from the
         # front moved its whole backlog in memory at each append once the recorder was behind:
@@ -132,11 +135,18 @@ class RecorderProcess:
         if not self._pressed and self._out_bytes > HIGH_WATER and self.on_pressure is not None:
             self._pressed = True
             self.pauses += 1
+            self._paused_at = time.monotonic_ns()
             if self.pauses == 1:
                 _log.warning("record", f"the recorder of {self.path} is {self._out_bytes >> 20} "
                              f"MiB behind (beyond its own {MAX_BACKLOG >> 20} MiB): forwarding "
                              "waits for it to catch up, so that memory stays bounded")
             self.on_pressure(True)
+
+    def pause_totals(self) -> tuple[int, int]:
+        """How often forwarding has paused for the recorder so far, and for how many ns in all
+        (a pause still going counts until now)."""
+        ongoing = time.monotonic_ns() - self._paused_at if self._pressed else 0
+        return self.pauses, self.paused_ns + ongoing
 
     def _write_some(self) -> None:
         """One writev of what is waiting (up to ``_IOV`` pieces); drops what it wrote."""
@@ -172,6 +182,7 @@ class RecorderProcess:
             self._loop.remove_writer(self._fd)
         if self._pressed and self._out_bytes < LOW_WATER and self.on_pressure is not None:
             self._pressed = False
+            self.paused_ns += time.monotonic_ns() - self._paused_at
             self.on_pressure(False)
 
     def flush_blocking(self) -> None:
@@ -267,6 +278,9 @@ class ProcessSessionWriter:
         self.error: BaseException | None = None
         self._own = own
         self._closed = False
+        # the recorder's pauses before this session (a shared recorder's): not this session's
+        pauses, paused_ns = recorder.pause_totals()
+        self._pauses_before = (pauses - recorder._pressed, paused_ns)
 
     def now(self) -> int:
         return time.monotonic_ns() - self.start_ns
@@ -307,8 +321,14 @@ class ProcessSessionWriter:
         if self._closed:
             return
         self._closed = True
-        self.recorder.send(CLOSE, self.session.id, self.now(),
-                           orjson.dumps({"exit_code": exit_code, "status": status}))
+        info: dict[str, Any] = {"exit_code": exit_code, "status": status}
+        pauses, paused_ns = self.recorder.pause_totals()
+        pauses -= self._pauses_before[0]
+        if pauses:  # forwarding waited for the recorder: the session's row says how long
+            info["backpressure"] = {
+                "pauses": pauses, "paused_ms": (paused_ns - self._pauses_before[1]) // 1_000_000,
+                "bound_bytes": HIGH_WATER}
+        self.recorder.send(CLOSE, self.session.id, self.now(), orjson.dumps(info))
         if self._own:
             self.recorder.end_input()
             # marked here, not by the recorder: its threads share one interpreter, which a
@@ -650,6 +670,10 @@ def _main(path: str) -> int:
                 acks += 1
             elif tag == _CLOSE:
                 _, sid, info, _n = ev
+                paused = info.get("backpressure")
+                if paused:  # before the session is complete: readers wait for that
+                    with contextlib.suppress(sqlite3.Error):
+                        cassette.set_backpressure(sid, **paused)
                 recorder(sid).finish(exit_code=info.get("exit_code"),
                                      status=info.get("status") or "complete")
                 closed.add(sid)

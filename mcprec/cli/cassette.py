@@ -77,11 +77,14 @@ def scan(cassettes: tuple[str, ...], require: tuple[str, ...], redact_paths: tup
     click.echo(f"no secrets found in {len(cassettes)} cassette(s)", err=True)
 
 
-def _session_json(s: Any, redaction: dict[int, Any]) -> dict[str, Any]:
-    """A session for `sessions --json`, with its redaction manifest (null: none recorded)."""
+def _session_json(s: Any, redaction: dict[int, Any],
+                  backpressure: dict[int, Any]) -> dict[str, Any]:
+    """A session for `sessions --json`, with its redaction manifest (null: none recorded) and
+    how forwarding paused for the recorder (null: it never did)."""
     from ..timeline import session_dict
 
-    return {**session_dict(s), "redaction": redaction.get(s.id)}
+    return {**session_dict(s), "redaction": redaction.get(s.id),
+            "backpressure": backpressure.get(s.id)}
 
 
 @click.command()
@@ -97,11 +100,12 @@ def sessions(cassette: str, as_json: bool) -> None:
     with open_cassette(cassette) as c:
         found = c.sessions()
         redaction = c.redaction_manifests()
+        backpressure = c.backpressure()
         unanswered = unanswered_counts(c)
     if as_json:
         import orjson
 
-        click.echo(orjson.dumps([{**_session_json(s, redaction),
+        click.echo(orjson.dumps([{**_session_json(s, redaction, backpressure),
                                   "unanswered": unanswered.get(s.id, 0)} for s in found],
                                 option=orjson.OPT_INDENT_2))
     elif not found:
@@ -138,7 +142,8 @@ def show(cassette: str, session: str | None, as_json: bool, body: bool, with_std
 
     from ..cassette import open_cassette
     from ..dump import message_filter
-    from ..timeline import format_message_line, human_duration_ns, message_dict, timeline
+    from ..timeline import backpressure_line, format_message_line, human_duration_ns, \
+        message_dict, timeline
 
     if tools and (methods or grep or body or with_stderr):
         raise click.UsageError("--tools lists tools; --method, --grep, --body and --stderr "
@@ -165,6 +170,9 @@ def show(cassette: str, session: str | None, as_json: bool, body: bool, with_std
                 from ..redact_manifest import describe
 
                 click.echo(f"redaction {describe(manifest)}")
+            paused = c.backpressure([s]).get(s.id)
+            if paused is not None:
+                click.echo(backpressure_line(paused))
         shown = 0
         for m, latency in timeline(c, s):
             if keep is not None and not keep(m):
