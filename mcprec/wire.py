@@ -236,6 +236,59 @@ def with_id(raw: bytes, rid: Any) -> bytes | None:
     return b"".join((raw[:start], dumps(rid), memoryview(raw)[end:]))
 
 
+ID_HEAD = 64 * 1024
+"""The first bytes of a message not held in memory that are read to find its id (``id_span``):
+in the messages the SDKs write, it lies within the first hundred."""
+_HEAD_CUT: list[Any] = []
+
+
+def _head_cut() -> Any:
+    """What ``with_id``'s head pattern matches the start of: its text cut anywhere (a literal
+    mid-way, a run of blanks, the id itself), then the end of the text. Built from the same
+    parts, each literal byte matched or cut before."""
+    if not _HEAD_CUT:
+        def cut(parts: list[tuple[bytes, bytes]], rest: bytes) -> bytes:
+            # parts: (the part, the part cut short at the end); rest: what may follow whole
+            for part, short in reversed(parts):
+                rest = b"(?:" + short + b"|" + part + rest + b")"
+            return rest
+
+        def literal(text: bytes) -> list[tuple[bytes, bytes]]:
+            return [(re.escape(bytes([c])), rb"\Z") for c in text]
+
+        blank = [(rb"\s*", rb"\s*\Z")]
+        jsonrpc = literal(b'"jsonrpc"') + blank + literal(b":") + blank + literal(b'"2.0"') \
+            + blank + literal(b",") + blank
+        value = (rb'(?:-?\d+|"(?:[^"\\]|\\.)*")', rb'(?:-?\d*|"(?:[^"\\]|\\.)*\\?)\Z')
+        after = cut(literal(b'"id"') + blank + literal(b":") + blank + [value] + blank, rb"\Z")
+        _HEAD_CUT.append(re.compile(
+            cut(blank + literal(b"{") + blank,
+                b"(?:" + cut(jsonrpc, rb"\Z") + b"|(?:" + b"".join(p for p, _ in jsonrpc)
+                + b")?" + after + b")")))
+    return _HEAD_CUT[0]
+
+
+def id_span(head: bytes, size: int, tail: Callable[[int], bytes]) -> tuple[int, int] | None:
+    """Where ``with_id`` puts the new id in a message of ``size`` bytes not held in memory:
+    the span of the recorded id, found in ``head`` (its first bytes, ``ID_HEAD`` of them or
+    all) or else in ``tail(n)`` (its last ``n`` bytes), the very span ``with_id`` finds in the
+    whole. None when ``with_id`` would not splice, and when the head read is too short to say
+    (the id runs on past it, after some 64 KiB of blanks or a 64 KiB id): the caller then
+    reads the message whole, as ``with_id`` does."""
+    at_head, at_tail = _id_patterns()
+    found = at_head.match(head)
+    if found is not None:
+        return found.span(1)
+    if len(head) < size and _head_cut().match(head) is not None:
+        return None
+    last = tail(min(size, _TAIL))
+    found = at_tail.search(last)
+    if found is None:
+        return None
+    start, end = found.span(1)
+    return start + size - len(last), end + size - len(last)
+
+
 def id_text(rid: Any) -> str:
     """The canonical JSON text of a JSON-RPC id."""
     try:
