@@ -320,7 +320,7 @@ class Matcher:
         if found is None:
             rows = self._handling_rows.pop(seq, None) if seq < self._hi else None
             found = self._handling[seq] = (
-                [message_from_row(r) for r in rows] if rows is not None
+                [message_from_row(r, self.cassette) for r in rows] if rows is not None
                 else self.cassette.handling(self.session, seq))
         return found
 
@@ -339,8 +339,8 @@ class Matcher:
         m = self._cache.get(seq)
         if m is None:
             row = self._rows.pop(seq, None)
-            m = message_from_row(row) if row is not None else self.cassette.message(
-                self.session, seq)
+            m = message_from_row(row, self.cassette) if row is not None else (
+                self.cassette.message(self.session, seq))
             assert m is not None
             self._cache[seq] = m
         return m
