@@ -282,3 +282,29 @@ def test_large_whole_messages_through_the_recorder_process(tmp_path: Path) -> No
         ("request", None, b'{"jsonrpc":"2.0","id":1,"method":"tools/call"}', {"exchange": 1}),
         ("response", 0, big, {"exchange": 1, "status": 200}),
         ("notification", None, b'{"jsonrpc":"2.0","method":"notifications/x"}', None)]
+
+
+def test_checkpoints_run_beside_the_writing_connection(tmp_path: Path) -> None:
+    """The recorder's checkpoint thread copies committed pages into the database file on its
+    own connection, while the writing connection (checkpoints off, as in the recorder) goes on:
+    the file grows by what was committed only when the thread has been asked."""
+    from mcprec.cassette.recorder_process import _Checkpointer
+
+    path = tmp_path / "c.db"
+    cassette = open_cassette(path, create=True)
+    conn = cassette.connection
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("CREATE TABLE bulk (b BLOB)")
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany("INSERT INTO bulk VALUES (?)", [(os.urandom(100_000),)] * 40)
+    conn.execute("COMMIT")
+    before = path.stat().st_size
+    assert before < 1_000_000  # all of it still in the WAL
+    checkpointer = _Checkpointer(str(path))
+    checkpointer.ask()
+    conn.execute("BEGIN IMMEDIATE")  # the writer is not held up meanwhile
+    conn.execute("INSERT INTO bulk VALUES (x'00')")
+    conn.execute("COMMIT")
+    checkpointer.close()
+    assert path.stat().st_size >= 4_000_000
+    cassette.close()
