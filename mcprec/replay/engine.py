@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from .. import _log, wire
 from ..cassette import Cassette, Message, Session
+from ..cassette.store import StoredText
 from ..errors import McprecError, NoMatchError
 from ..matching import MatchOptions
 from .playback import (
@@ -29,6 +30,9 @@ __all__ = ["EMPTY_RESULT_METHODS", "NO_MATCH_CODE", "AsyncPlayback", "LiveFallba
 Send = Callable[[bytes, "str | None"], Awaitable[None]]
 """``send(message_bytes, related)``: deliver one message to the client (see
 ``playback.Outgoing``)."""
+SendStored = Callable[[StoredText, "str | None"], Awaitable[None]]
+"""``send_stored(text, related)``: deliver one large recorded answer to the client as it is
+read from the cassette (``text.pieces()``)."""
 
 
 class LiveFallback(Protocol):
@@ -61,7 +65,10 @@ class AsyncPlayback:
         protocol_version: str = "recorded",
         max_gap: float | None = None,
         notices: set[str] | None = None,
+        send_stored: SendStored | None = None,
     ) -> None:
+        """``send_stored``: how the driver sends a large recorded answer as it reads it from the
+        cassette; without it, such an answer is read whole and given to ``send``."""
         self.live = live
         self.playback = Playback(cassette, session, options=options, timing=timing,
                                  redact=redact, server_stderr=server_stderr, label=label,
@@ -70,6 +77,7 @@ class AsyncPlayback:
                                  protocol_version=protocol_version, max_gap=max_gap,
                                  notices=notices)
         self._send = send
+        self._send_stored = send_stored
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._idle = asyncio.Event()
@@ -206,7 +214,12 @@ class AsyncPlayback:
             if not out:
                 break
             for data, related in out:
-                await self._send(data, related)
+                if not isinstance(data, StoredText):
+                    await self._send(data, related)
+                elif self._send_stored is not None:
+                    await self._send_stored(data, related)
+                else:
+                    await self._send(bytes(data), related)
         if p.ended and not self.ended.is_set():
             self.ended.set()
         self._schedule()

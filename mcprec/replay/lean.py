@@ -16,8 +16,10 @@ import time
 # typing is imported for type checkers only: at run time it cost replay's start-up ~3-5 ms
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
+from ..cassette.store import StoredText
 from ..wire import LineFramer
 from .playback import Playback
 
@@ -42,6 +44,9 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
     lines: list[bytes] = []
     framer = LineFramer(lambda line, terminated: lines.append(line))
     out = bytearray()
+    # what goes out after ``out``, a piece at a time: a large recorded answer as it is read from
+    # the cassette, and whatever was queued behind one
+    later: list[Iterator[bytes]] = []
     blocking = os.get_blocking(stdout_fd)
     os.set_blocking(stdout_fd, False)
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
@@ -53,13 +58,17 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
 
     def collect() -> None:
         for data, _ in playback.take():
-            if data:  # an empty message ends an HTTP stream: nothing to end on stdio
+            if not data:  # an empty message ends an HTTP stream: nothing to end on stdio
+                continue
+            if not later and not isinstance(data, StoredText):
                 out.extend(data)
                 out.extend(b"\n")
+            else:
+                later.append(framed(data))
 
     def write() -> bool:
         """Write what stdout takes now; False when the client has gone."""
-        while out:
+        while out or _refill(out, later):
             try:
                 n = os.write(stdout_fd, out)
             except BlockingIOError:
@@ -112,7 +121,7 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
             signal.signal(sig, handler)
         if not gone:
             collect()
-            _finish_writing(stdout_fd, out)
+            _finish_writing(stdout_fd, out, later)
         os.set_blocking(stdout_fd, blocking)
         if playback.ended:  # the recorded server exited: the client sees its end of file now
             os.close(stdout_fd)
@@ -129,10 +138,28 @@ def _drained(playback: Playback, since_eof: float) -> bool:
     return since_eof > DRAIN_TIMEOUT_S
 
 
-def _finish_writing(fd: int, out: bytearray, timeout: float = 5.0) -> None:
+def framed(data: bytes | StoredText) -> Iterator[bytes]:
+    """A message and its newline, in pieces: a ``StoredText`` as it is read from the cassette
+    (a 100 MB answer held 1 MiB at a time, not whole, nor copied with the client's id)."""
+    return data.pieces(b"\n") if isinstance(data, StoredText) else iter((data, b"\n"))
+
+
+def _refill(out: bytearray, later: list[Iterator[bytes]]) -> bool:
+    """Move the next piece of what waits behind ``out`` into it; False when nothing waits."""
+    while later:
+        piece = next(later[0], None)
+        if piece is not None:
+            out.extend(piece)
+            return True
+        del later[0]
+    return False
+
+
+def _finish_writing(fd: int, out: bytearray, later: list[Iterator[bytes]],
+                    timeout: float = 5.0) -> None:
     """Write out what is left, waiting (bounded) for a slow reader."""
     end = time.monotonic() + timeout
-    while out and time.monotonic() < end:
+    while (out or _refill(out, later)) and time.monotonic() < end:
         try:
             n = os.write(fd, out)
         except BlockingIOError:
