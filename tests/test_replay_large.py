@@ -124,7 +124,7 @@ def _unread(c: Cassette, m: Any) -> bytes:
     raise AssertionError(f"message seq {m.seq} was read whole")
 
 
-@pytest.mark.parametrize("driver", ["lean"])
+@pytest.mark.parametrize("driver", ["lean", "asyncio"])
 @pytest.mark.parametrize("case", list(ANSWERS))
 def test_large_answer_goes_out_as_it_did_whole(tmp_path: Path, driver: str, case: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,7 +149,7 @@ def test_large_answer_goes_out_as_it_did_whole(tmp_path: Path, driver: str, case
         {**orjson.loads(answer), "id": "call-7"}))
 
 
-@pytest.mark.parametrize("driver", ["lean"])
+@pytest.mark.parametrize("driver", ["lean", "asyncio"])
 def test_a_cassette_failing_mid_answer_ends_the_replay(tmp_path: Path, driver: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A cassette that cannot be read any more half-way through an answer ends the replay with

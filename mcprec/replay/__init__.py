@@ -130,10 +130,11 @@ def replay_stdio(
             from .engine import AsyncPlayback
             from .stdio import serve_stdio
 
-            def make(send: Any) -> AsyncPlayback:
+            def make(send: Any, send_stored: Any) -> AsyncPlayback:
                 made = AsyncPlayback(c, s, send, options=options, timing=timing, live=live,
                                      redact=redact, server_stderr=_server_stderr,
-                                     protocol_version=protocol_version, max_gap=max_gap)
+                                     protocol_version=protocol_version, max_gap=max_gap,
+                                     send_stored=send_stored)
                 announce()
                 return made
 
