@@ -100,3 +100,31 @@ def test_a_stalled_recorder_pauses_forwarding_and_show_says_so(tmp_path: Path) -
         rf"forwarding paused {n} times? \([0-9.]+ m?s in all\) waiting for the recorder "
         r"\(memory bound 16 MiB\)", said_paused[0]), shown[:5]
     assert "forwarding paused" not in run_mcprec("show", str(cassette), "calm").stdout.decode()
+
+
+def test_a_recorder_that_dies_ends_the_pause(tmp_path: Path) -> None:
+    """Forwarding paused for a recorder that then dies resumes: nothing waits for a recorder
+    that is gone (the traffic is still forwarded, no longer recorded)."""
+    import asyncio
+    import signal
+
+    from mcprec.cassette import Cassette
+    from mcprec.cassette.recorder_process import CHUNK, RecorderProcess
+
+    cassette = tmp_path / "c.db"
+    Cassette.open(cassette, create=True).close()
+    recorder = RecorderProcess(cassette)
+    os.kill(recorder.pid, signal.SIGKILL)
+    assert recorder.wait(10) == -signal.SIGKILL
+    said: list[bool] = []
+    recorder.on_pressure = said.append
+
+    async def flood() -> None:
+        recorder.send(CHUNK, 1, 0, b"x" * (HIGH_WATER + 1))  # past the mark before any write
+        assert said == [True]
+        await asyncio.sleep(0.05)  # the write finds the pipe broken
+
+    asyncio.run(flood())
+    recorder.end_input()
+    assert said == [True, False] and recorder.broken
+    assert recorder.pause_totals()[0] == 1

@@ -180,9 +180,15 @@ class RecorderProcess:
         elif not self._out and self._watching and self._loop is not None:
             self._watching = False
             self._loop.remove_writer(self._fd)
-        if self._pressed and self._out_bytes < LOW_WATER and self.on_pressure is not None:
-            self._pressed = False
-            self.paused_ns += time.monotonic_ns() - self._paused_at
+        if self._pressed and self._out_bytes < LOW_WATER:
+            self._ease()
+
+    def _ease(self) -> None:
+        """The pause ends: the recorder has caught up, or is gone (what waits for it must not
+        wait forever)."""
+        self._pressed = False
+        self.paused_ns += time.monotonic_ns() - self._paused_at
+        if self.on_pressure is not None:
             self.on_pressure(False)
 
     def flush_blocking(self) -> None:
@@ -202,11 +208,15 @@ class RecorderProcess:
         finally:
             with contextlib.suppress(OSError):
                 os.set_blocking(self._fd, False)
+        if self._pressed:  # all written
+            self._ease()
 
     def _broke(self, e: BaseException) -> None:
         self.broken = True
         self._out.clear()
         self._out_bytes = 0
+        if self._pressed:
+            self._ease()
         _log.warning("record", f"the recorder for {self.path} stopped ({e}); traffic is still "
                      "forwarded but no longer recorded")
 
