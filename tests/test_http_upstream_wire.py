@@ -183,3 +183,46 @@ def test_upstream_garbage_or_silent_close_is_502(tmp_path: Path, garbage: bytes)
     assert r.status_code == 502
     assert r.json()["jsonrpc"] == "2.0" and r.json()["id"] == 5
     assert "Traceback" not in err
+
+
+def test_a_held_pool_stops_reading_and_waits_past_its_timeout() -> None:
+    """``Upstream.hold`` (the recorder is behind): a connection stops reading its answer at the
+    next bytes to arrive, hands on what it read, waits past its timeout without failing (the
+    silence is the proxy's own, not the upstream's), and reads on where it stopped once the hold
+    ends: the body whole, byte for byte."""
+    import asyncio
+
+    from mcprec.transports.http_upstream import Upstream
+
+    body = bytes(range(256)) * 16384  # 4 MiB
+
+    def handle(req: RawRequest, conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                     b"content-length: %d\r\n\r\n" % len(body) + body)
+
+    upstream = RawUpstream(handle)
+
+    async def main() -> None:
+        pool = Upstream(f"http://127.0.0.1:{upstream.port}", timeout=0.2)
+        got = bytearray()
+
+        async def read() -> None:
+            async for chunk in resp.aiter_raw():
+                got.extend(chunk)
+
+        pool.hold(True)
+        resp = await pool.send("POST", "/mcp", [(b"host", b"127.0.0.1"),
+                                                (b"content-length", b"2")], b"{}")
+        reading = asyncio.get_running_loop().create_task(read())
+        await asyncio.sleep(0.7)  # more than three timeouts
+        assert not reading.done() and 0 < len(got) <= 1 << 20
+        pool.hold(False)
+        await asyncio.wait_for(reading, 10)
+        assert got == body
+        await resp.aclose()
+        await pool.aclose()
+
+    try:
+        asyncio.run(main())
+    finally:
+        upstream.close()

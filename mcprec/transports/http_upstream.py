@@ -5,6 +5,10 @@ uses) parses the answer. The request goes out as the proxy built it (request lin
 client's raw path, the client's headers minus hop-by-hop, Host and Content-Length), the answer
 comes back as status, raw headers and body chunks as they arrive, transfer coding removed and
 content coding untouched. A request is never retried: a failed exchange is the client's 502.
+
+A connection stops reading its answer while 1 MiB of it waits for the client, and every
+connection stops while the pool is held (``Upstream.hold``: the recorder is behind); what was
+read is still handed on, and reading resumes where it stopped, nothing lost or reordered.
 """
 
 from __future__ import annotations
@@ -87,6 +91,18 @@ class UpstreamHeaders:
         return self._map.get(name, default)
 
 
+class _Hold:
+    """Whether reading answers is held for a reason outside any exchange, and the connections
+    that stopped for it, to resume when it ends. Shared by a pool's connections."""
+
+    __slots__ = ("on", "times", "stopped")
+
+    def __init__(self) -> None:
+        self.on = False
+        self.times = 0  # holds begun so far: a connection's idle timer tells a silence it caused
+        self.stopped: set[_Connection] = set()
+
+
 class UpstreamResponse:
     """One answer: status and headers at once, the body read as it arrives."""
 
@@ -141,10 +157,11 @@ class UpstreamResponse:
 
 
 class _Connection(asyncio.Protocol):
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, hold: _Hold | None = None) -> None:
         import httptools
 
         self.timeout = timeout
+        self.hold = hold if hold is not None else _Hold()
         self.loop = asyncio.get_running_loop()
         self.parser = httptools.HttpResponseParser(self)
         self.transport: asyncio.Transport | None = None
@@ -156,8 +173,9 @@ class _Connection(asyncio.Protocol):
         self._headers: list[tuple[bytes, bytes]] = []
         self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
-        self._paused = False
+        self._paused = False  # reading stopped: 1 MiB waits for the client, or the pool is held
         self._waiter: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
         self._skip = False          # a 1xx interim answer: not the response
         self._until_eof = False     # a body without length: it ends when the connection does
         self._head_request = False
@@ -233,9 +251,14 @@ class _Connection(asyncio.Protocol):
             return
         self._chunks.append(body)
         self._buffered += len(body)
-        if self._buffered > _HIGH_WATER and not self._paused and self.transport is not None:
+        if not self._paused and (self._buffered > _HIGH_WATER or self.hold.on) \
+                and self.transport is not None:
+            # held: stopped at the next bytes to arrive, not at once, which would take a list
+            # of the connections reading (at most one read more each, handed on as usual)
             self._paused = True
             self.transport.pause_reading()
+            if self.hold.on:
+                self.hold.stopped.add(self)
         self._wake()
 
     def on_message_complete(self) -> None:
@@ -285,15 +308,30 @@ class _Connection(asyncio.Protocol):
         finally:
             timer.cancel()
 
+    def _idle(self, fut: asyncio.Future[Any], holds: int) -> None:
+        """No body bytes for ``timeout`` seconds: the upstream's silence, unless the pool was
+        held meanwhile (the silence was the proxy's own): then the wait starts again."""
+        if self.hold.on or self.hold.times != holds:
+            self._timer = self.loop.call_later(self.timeout, self._idle, fut, self.hold.times)
+            return
+        self._timed_out(fut, "data")
+
     def next_chunk_nowait(self) -> bytes | None:
         if self._chunks:
             chunk = self._chunks.popleft()
             self._buffered -= len(chunk)
-            if self._paused and self._buffered < _LOW_WATER and self.transport is not None:
-                self._paused = False
-                self.transport.resume_reading()
+            if self._paused and self._buffered < _LOW_WATER:
+                self.resume()
             return chunk
         return None
+
+    def resume(self) -> None:
+        """Read again, unless the pool is held (then when it ends)."""
+        if self.hold.on:
+            self.hold.stopped.add(self)
+        elif self.transport is not None and not self.transport.is_closing():
+            self._paused = False
+            self.transport.resume_reading()
 
     async def next_chunk(self, idle_timeout: bool = True) -> bytes | None:
         """The next body chunk, or None at the end of the body."""
@@ -306,13 +344,15 @@ class _Connection(asyncio.Protocol):
             if self.error is not None:
                 raise self.error
             self._waiter = fut = self.loop.create_future()
-            timer = self.loop.call_later(self.timeout, self._timed_out, fut, "data") \
-                if idle_timeout else None
+            if idle_timeout:
+                self._timer = self.loop.call_later(self.timeout, self._idle, fut,
+                                                   self.hold.times)
             try:
                 await fut
             finally:
-                if timer is not None:
-                    timer.cancel()
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
                 self._waiter = None
 
     @property
@@ -334,6 +374,7 @@ class Upstream:
         self.connect_timeout = connect_timeout
         self._idle: list[_Connection] = []
         self._ssl: Any = None
+        self._hold = _Hold()
 
     def _ssl_context(self) -> Any:
         if self._ssl is None:
@@ -351,7 +392,7 @@ class Upstream:
         loop = asyncio.get_running_loop()
         try:
             _, conn = await asyncio.wait_for(loop.create_connection(
-                lambda: _Connection(self.timeout), self.host, self.port,
+                lambda: _Connection(self.timeout, self._hold), self.host, self.port,
                 ssl=self._ssl_context() if self.tls else None,
                 server_hostname=self.host if self.tls else None), self.connect_timeout)
         except asyncio.TimeoutError:
@@ -383,6 +424,21 @@ class Upstream:
                 conn.transport.close()
             raise
         return UpstreamResponse(status, UpstreamHeaders(raw), conn, self)
+
+    def hold(self, on: bool) -> None:
+        """Stop reading answers on every connection (each stops at the next bytes to arrive),
+        or read again where each stopped. What was read is still handed on meanwhile."""
+        hold = self._hold
+        if on == hold.on:
+            return
+        hold.on = on
+        if on:
+            hold.times += 1
+            return
+        stopped, hold.stopped = hold.stopped, set()
+        for conn in stopped:
+            if conn._paused and conn._buffered < _LOW_WATER:
+                conn.resume()
 
     def release(self, conn: _Connection) -> None:
         if conn.reusable and len(self._idle) < _MAX_IDLE:
