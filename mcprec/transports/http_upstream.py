@@ -95,11 +95,10 @@ class _Hold:
     """Whether reading answers is held for a reason outside any exchange, and the connections
     that stopped for it, to resume when it ends. Shared by a pool's connections."""
 
-    __slots__ = ("on", "times", "stopped")
+    __slots__ = ("on", "stopped")
 
     def __init__(self) -> None:
         self.on = False
-        self.times = 0  # holds begun so far: a connection's idle timer tells a silence it caused
         self.stopped: set[_Connection] = set()
 
 
@@ -174,6 +173,7 @@ class _Connection(asyncio.Protocol):
         self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
         self._paused = False  # reading stopped: 1 MiB waits for the client, or the pool is held
+        self._stops = 0  # times reading stopped: a timer tells a silence the proxy caused
         self._waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._skip = False          # a 1xx interim answer: not the response
@@ -256,6 +256,7 @@ class _Connection(asyncio.Protocol):
             # held: stopped at the next bytes to arrive, not at once, which would take a list
             # of the connections reading (at most one read more each, handed on as usual)
             self._paused = True
+            self._stops += 1
             self.transport.pause_reading()
             if self.hold.on:
                 self.hold.stopped.add(self)
@@ -302,19 +303,22 @@ class _Connection(asyncio.Protocol):
             self.transport.write(body)
         if self._drain is not None and not self._drain.done():
             await self._drain
-        timer = self.loop.call_later(self.timeout, self._timed_out, fut, "answer")
+        self._timer = self.loop.call_later(self.timeout, self._idle, fut, self._stops, "answer")
         try:
             return await fut
         finally:
-            timer.cancel()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
-    def _idle(self, fut: asyncio.Future[Any], holds: int) -> None:
-        """No body bytes for ``timeout`` seconds: the upstream's silence, unless the pool was
-        held meanwhile (the silence was the proxy's own): then the wait starts again."""
-        if self.hold.on or self.hold.times != holds:
-            self._timer = self.loop.call_later(self.timeout, self._idle, fut, self.hold.times)
+    def _idle(self, fut: asyncio.Future[Any], stops: int, what: str) -> None:
+        """Nothing from upstream for ``timeout`` seconds: its silence, unless this connection
+        stopped reading meanwhile (the pool held: the silence was the proxy's own); then the
+        wait starts again."""
+        if self._paused or self._stops != stops:
+            self._timer = self.loop.call_later(self.timeout, self._idle, fut, self._stops, what)
             return
-        self._timed_out(fut, "data")
+        self._timed_out(fut, what)
 
     def next_chunk_nowait(self) -> bytes | None:
         if self._chunks:
@@ -345,8 +349,8 @@ class _Connection(asyncio.Protocol):
                 raise self.error
             self._waiter = fut = self.loop.create_future()
             if idle_timeout:
-                self._timer = self.loop.call_later(self.timeout, self._idle, fut,
-                                                   self.hold.times)
+                self._timer = self.loop.call_later(self.timeout, self._idle, fut, self._stops,
+                                                   "data")
             try:
                 await fut
             finally:
@@ -433,7 +437,6 @@ class Upstream:
             return
         hold.on = on
         if on:
-            hold.times += 1
             return
         stopped, hold.stopped = hold.stopped, set()
         for conn in stopped:
