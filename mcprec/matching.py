@@ -204,6 +204,7 @@ class Matcher:
         self._rows: dict[int, tuple[Any, ...]] = {}
         self._handling_rows: dict[int, list[tuple[Any, ...]]] = {}
         self._whole: set[tuple[str, str]] = set()  # keys read whole by their own query
+        self._known: tuple[Any, str] | None = None  # (request, key) that ``recorded`` keyed
 
     # -- public
 
@@ -219,7 +220,9 @@ class Matcher:
         elif method in METHOD_ONLY:
             found = self._take(("", method), lambda: self._seqs_for_method(method))
         elif self._keyed:
-            key = wire.match_key(method, obj.get("params"), has_meta=has_meta)
+            known, self._known = self._known, None
+            key = known[1] if known is not None and known[0] is obj else wire.match_key(
+                method, obj.get("params"), has_meta=has_meta)
             found = self._take((method, key), lambda: self._seqs_for_key(method, key))
         else:
             canon = self._canonical(obj)
@@ -235,6 +238,21 @@ class Matcher:
         if self._end is not None and seq >= self._hi - WINDOW // 2 and self._hi < self._end:
             self._read_window()  # read ahead of where the client is
         return found
+
+    def recorded(self, obj: dict[str, Any], *, has_meta: bool = True) -> bool:
+        """Whether a request with ``obj``'s very method and params was recorded (keyed matching
+        alone; False otherwise). Loads what ``match`` would load for it and changes nothing
+        that ``match`` returns; ``match`` of the same object then reuses its key."""
+        method = obj.get("method")
+        if not self._keyed or self.options.strict_order or not isinstance(method, str) \
+                or method in METHOD_ONLY:
+            return False
+        key = wire.match_key(method, obj.get("params"), has_meta=has_meta)
+        self._known = (obj, key)
+        state = self._by_key.get((method, key))
+        if state is None:
+            state = self._by_key[(method, key)] = _KeyState(self._seqs_for_key(method, key))
+        return bool(state.seqs)
 
     def unplayed(self) -> list[Message]:
         """Recorded client requests that no incoming request has used."""
@@ -279,7 +297,7 @@ class Matcher:
 
     def _seqs_for_key(self, method: str, key: str) -> list[int]:
         if self._end is None:
-            self._end = self.cassette.last_position(self.session)[0] + 1
+            self._end = self.cassette.last_seq(self.session) + 1
             self._read_window()
         seqs = self._window_keys.get((method, key))
         if seqs is not None:

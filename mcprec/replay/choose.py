@@ -38,6 +38,11 @@ class SessionChoice:
     def remaining(self) -> int:
         return len(self._candidates)
 
+    def recorded(self, obj: dict[str, Any], *, has_meta: bool = True) -> bool:
+        """Whether the one candidate left recorded a request with ``obj``'s very method and
+        params (``Matcher.recorded``); False while several sessions are candidates."""
+        return len(self._candidates) == 1 and self.matcher.recorded(obj, has_meta=has_meta)
+
     def match(self, obj: dict[str, Any], *, has_meta: bool = True) -> Match:
         """The recorded request for ``obj`` in the preferred candidate that has one."""
         if len(self._candidates) == 1:

@@ -319,6 +319,13 @@ class Playback:
             if c.method in METHOD_ONLY:  # matched on the method alone: nothing to redact
                 self._request(c.obj, c.obj)
                 return
+            has_meta = b'"_meta"' in raw
+            if self.choice.recorded(c.obj, has_meta=has_meta):
+                # recorded just as it came, so it holds nothing that redaction would change
+                # (what was recorded is redacted already, and redaction leaves that as it is):
+                # not redacted again. Replaying small pipelined requests: 12% of the CPU
+                self._request(c.obj, c.obj, has_meta)
+                return
             redacted = self._redactor.redact(raw)
             match_obj = c.obj if redacted == raw else wire.classify(redacted).obj
             self._request(c.obj, match_obj, b'"_meta"' in redacted)
