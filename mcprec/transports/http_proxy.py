@@ -9,6 +9,11 @@ chunk, unchanged; a copy of each chunk goes to an SSE parser that records each e
 its blank line arrives. Each MCP session (``Mcp-Session-Id``, or one legacy SSE connection)
 becomes its own session in the cassette. Secret headers are redacted before recording.
 
+When the recorder falls far behind (16 MiB waiting for it at ``RecorderProcess``), the proxy
+takes in no more until it catches up: no upstream connection reads on (``Upstream.hold``), no
+request is begun or read on; what was read is still relayed and recorded. Memory stays bounded,
+nothing is lost or reordered, and the recorder never needs the proxy to read: it catches up.
+
 The proxy must not make the server less safe than it was: it rewrites ``Host`` to the target's,
 which switches off the server's own DNS-rebinding protection, so it checks the client's ``Host``
 and ``Origin`` itself first (``http_serve.Trust``), and bounds a request's head and body. Answers
@@ -117,8 +122,11 @@ class RecordingProxy:
             self._redact = salted_for(self._redact, cassette)
         self._redacted: dict[tuple[tuple[bytes, bytes], ...], dict[str, str]] = {}
         self._client: Upstream | None = None
+        self._taking = asyncio.Event()
+        """Set while the recorder keeps up: requests are read and forwarded."""
+        self._taking.set()
         self._recordings = ProxyRecordings(cassette, self.target, session=session, tags=tags,
-                                           redact=redact)
+                                           redact=redact, on_pressure=self._recorder_behind)
         self._router = SessionRouter(self._recordings.open)
         self._exchanges = itertools.count(1)
 
@@ -133,6 +141,15 @@ class RecordingProxy:
         if self._client is None:
             self._client = Upstream(self.upstream_origin, self.timeout)
         return self._client
+
+    def _recorder_behind(self, behind: bool) -> None:
+        """The recorder is far behind: take in nothing more, neither upstream answers nor client
+        requests, until it catches up (what was read goes on to the client and the recorder)."""
+        if behind:
+            self._taking.clear()
+        else:
+            self._taking.set()
+        self._http().hold(behind)
 
     async def aclose(self) -> None:
         """End every session, wait until all is committed, and close upstream connections."""
@@ -174,9 +191,11 @@ class RecordingProxy:
         raw_path = scope.get("raw_path") or scope["path"].encode()
         query = scope.get("query_string", b"")
         target_path = raw_path.decode("latin-1") + (("?" + query.decode("latin-1")) if query else "")
+        if not self._taking.is_set():  # the recorder is behind: no new exchange until it is not
+            await self._taking.wait()
         try:
-            body = await read_body(receive, self.max_body, scope) if method in ("POST", "PUT") \
-                else b""
+            body = await read_body(receive, self.max_body, scope, self._taking) \
+                if method in ("POST", "PUT") else b""
         except BodyTooLarge:
             await send_simple(send, 413, _jsonrpc_error_body(
                 None, f"mcprec: request body larger than {self.max_body} bytes"))

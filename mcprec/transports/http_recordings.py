@@ -3,12 +3,17 @@
 Each MCP session the proxy sees becomes a cassette session, created (named, its row written) the
 moment it is first seen. All of them are written by one recorder process, started with the first
 session; closing ends every session still open and waits until the recorder has committed all.
+When the recorder falls far behind, ``on_pressure(True)`` tells the proxy to take in no more,
+``on_pressure(False)`` that it caught up. Every session open meanwhile counts the pause (the
+whole proxy waited: whatever it had in flight, or would have sent), and keeps it in the cassette
+as a stdio session does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 
 from ..cassette import Cassette
 from ..cassette.recorder_process import ProcessSessionWriter, RecorderProcess, create_recorded_session
@@ -21,7 +26,8 @@ class ProxyRecordings:
 
     def __init__(self, cassette: str | os.PathLike[str], target: str, *,
                  session: str | None = None, tags: dict[str, str] | None = None,
-                 redact: Redactor | None = None) -> None:
+                 redact: Redactor | None = None,
+                 on_pressure: Callable[[bool], None] | None = None) -> None:
         self.cassette_path = cassette
         self.target = target
         self.session_name = session
@@ -31,6 +37,7 @@ class ProxyRecordings:
         self._count = 0  # sessions tried: a name that failed is not offered again
         self._all: list[ProcessSessionWriter] = []  # every writer made, so that none is left open
         self._recorder: RecorderProcess | None = None
+        self._on_pressure = on_pressure
 
     def open(self, transport: str) -> ProcessSessionWriter:
         """A new session (``transport`` is ``http``, or ``sse`` for the legacy transport)."""
@@ -43,6 +50,7 @@ class ProxyRecordings:
             self._recorder = RecorderProcess(
                 self.cassette_path,
                 rules=self.redact.rules.to_dict() if self.redact is not None else {"off": True})
+            self._recorder.on_pressure = self._on_pressure
         session = create_recorded_session(
             self.cassette_path, name, transport=transport, target=self.target, tags=self.tags,
             redact=self.redact, recorder_pid=self._recorder.pid)

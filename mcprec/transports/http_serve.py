@@ -420,9 +420,11 @@ class BodyTooLarge(Exception):
 
 
 async def read_body(receive: Callable[[], Awaitable[dict[str, Any]]], limit: int,
-                    scope: dict[str, Any] | None = None) -> bytes:
+                    scope: dict[str, Any] | None = None,
+                    taking: asyncio.Event | None = None) -> bytes:
     """The whole request body; raises ``BodyTooLarge`` (at once, without reading, when the
-    ``scope``'s Content-Length says so) or ``ClientGone``."""
+    ``scope``'s Content-Length says so) or ``ClientGone``. While ``taking`` is clear, no more
+    is read (uvicorn then stops reading the connection once 64 KiB of it wait)."""
     if scope is not None:
         declared = header(scope, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -430,6 +432,8 @@ async def read_body(receive: Callable[[], Awaitable[dict[str, Any]]], limit: int
     parts: list[bytes] = []
     size = 0
     while True:
+        if taking is not None and not taking.is_set():
+            await taking.wait()
         msg = await receive()
         if msg["type"] == "http.disconnect":
             raise ClientGone()
