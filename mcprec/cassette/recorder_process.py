@@ -112,16 +112,24 @@ class RecorderProcess:
 
     def send(self, kind: int, session_id: int, t_ns: int, payload: bytes = b"",
              direction: int = 0) -> None:
+        self.send_pieces(kind, session_id, t_ns, (payload,), direction)
+
+    def send_pieces(self, kind: int, session_id: int, t_ns: int, pieces: tuple[bytes, ...],
+                    direction: int = 0) -> None:
+        """``send`` of the payload made of ``pieces``, without joining them (a 100 MB message
+        that the HTTP proxy records is not copied into its frame)."""
         if self.broken:
             return
-        head = _HEAD.pack(kind, direction, session_id, t_ns, len(payload))
-        if len(payload) <= _JOIN_BELOW:
-            self._out.append(head + payload)  # one small piece: cheaper to join than to list
+        size = sum(map(len, pieces))
+        head = _HEAD.pack(kind, direction, session_id, t_ns, size)
+        out = self._out
+        if size <= _JOIN_BELOW:
+            out.append(b"".join((head, *pieces)))  # one small piece: cheaper than several
         else:
-            self._out.append(head)
-            # a bytes payload is kept as it is (immutable); anything else is copied once
-            self._out.append(payload if type(payload) is bytes else bytes(payload))
-        self._out_bytes += len(head) + len(payload)
+            out.append(head)
+            # a bytes piece is kept as it is (immutable); anything else is copied once
+            out.extend(p if type(p) is bytes else bytes(p) for p in pieces if p)
+        self._out_bytes += len(head) + size
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no event loop here: write at once
@@ -313,9 +321,8 @@ class ProcessSessionWriter:
                 http: dict[str, Any] | None = None, context: str | None = AUTO) -> None:
         extra = orjson.dumps({"http": http, "context": context}) \
             if http is not None or context != AUTO else b""
-        payload = struct.pack("<I", len(raw)) + raw + extra
-        self.recorder.send(MESSAGE, self.session.id, self.now() if t_ns is None else t_ns,
-                           payload, _DIR_CODE[direction])
+        self.recorder.send_pieces(MESSAGE, self.session.id, self.now() if t_ns is None else t_ns,
+                                  (struct.pack("<I", len(raw)), raw, extra), _DIR_CODE[direction])
 
     def stderr_line(self, line: bytes, t_ns: int | None = None) -> None:
         self.stderr_chunk(line + b"\n", self.now() if t_ns is None else t_ns)
