@@ -51,11 +51,13 @@ DEFAULT_MAX_MESSAGE = 256 * 1024 * 1024
 COMMIT_DELAY = 0.01
 """Seconds a trickle of messages may wait to be committed together (bounded by 2000 rows)."""
 HIGH_WATER = 16 * 1024 * 1024
-LOW_WATER = HIGH_WATER - 2 * 1024 * 1024
-"""Paused at ``HIGH_WATER``, the tap resumes once the recorder has taken 2 MiB: a pause lasts as
-long as the recorder needs for 2 MiB, not for 12. 400 pipelined 100 KB requests behind a
-recorder that cannot keep up (bench_record large, 6 rounds, same run): p99 469 -> 135 ms, req/s
-210 -> 231 (the low water mark was 4 MiB and the writing thread took 8 MiB at a time)."""
+LOW_WATER = HIGH_WATER - 256 * 1024
+"""Paused at ``HIGH_WATER``, the tap resumes once the recorder has taken 256 KiB: a pause lasts
+as long as the recorder needs for that, not for megabytes. 400 pipelined 100 KB requests behind
+a recorder that cannot keep up (bench_record large, 6 rounds, same run): a 4 MiB step with the
+writing thread taking 8 MiB at a time -> 2 MiB and 1 MiB: p99 469 -> 135 ms, req/s 210 -> 231;
+-> 256 KiB, 256 KiB and commits of 2 MiB (three runs, against the 2 MiB step in each): p99
+32-40 -> 17-18 ms at the same throughput."""
 END_MARK_TIMEOUT = 1.5
 """Seconds the tap waits, at its end, to mark the session as ended (for the write lock, while the
 recorder commits): past that it exits all the same, inside the 2 s an SDK client gives a server
@@ -450,15 +452,18 @@ BATCH_DELAY = 0.002
 """After a small read the reader waits this long before the next, so that it wakes once per
 batch of messages, not once per message (a busy tap fills the pipe meanwhile: 1 MiB)."""
 PIPE_SIZE = 1024 * 1024
-TAKE_BYTES = 1024 * 1024
+TAKE_BYTES = 256 * 1024
 """The writing thread takes at most this much from the reader at a time (a larger message whole):
-room in the backlog, and so in the pipe and the tap's buffer, frees a MiB at a time, so that a
-tap paused at its high water mark resumes within a MiB's worth of recording (8 MiB before)."""
+room in the backlog, and so in the pipe and the tap's buffer, frees in steps this small, so that
+a tap paused at its high water mark resumes within this much recording (see ``LOW_WATER``)."""
 RECORDER_NICE = 19
 """The recorder yields the CPU to forwarding: on 2 cores, a busy client, tap and server would
 otherwise share them with it; it catches up when they idle. 20,000 small requests, 32 in
 flight (bench_record.py, same runs): nice 10 gave 0.34-0.62x the bare relay's throughput,
 nice 19 0.76-0.98x."""
+COMMIT_BYTES = 2 * 1024 * 1024
+"""Message bytes the writing thread commits together at most (a trickle waits up to
+``COMMIT_DELAY``)."""
 CHECKPOINT_BYTES = 64 * 1024 * 1024
 """The recorder's connection does not checkpoint at each commit (a 100 MB message: commit
 0.41-0.53 s with SQLite's automatic checkpoint, 0.05-0.09 s without); a thread of its own
@@ -755,7 +760,7 @@ def _main(path: str) -> int:
             # of messages waits a little, so that it is not one commit each (each commit costs
             # CPU that the client and server, on the same cores, would rather have)
             if acks or eof or pending >= 2000 \
-                    or sum(r.pending_bytes for r in recorders.values()) >= 8 * 1024 * 1024 \
+                    or sum(r.pending_bytes for r in recorders.values()) >= COMMIT_BYTES \
                     or time.monotonic() - first_pending >= COMMIT_DELAY:
                 for r in recorders.values():
                     since_checkpoint += r.pending_bytes
