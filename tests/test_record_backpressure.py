@@ -128,3 +128,73 @@ def test_a_recorder_that_dies_ends_the_pause(tmp_path: Path) -> None:
     recorder.end_input()
     assert said == [True, False] and recorder.broken
     assert recorder.pause_totals()[0] == 1
+
+
+def _peak_rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_a_client_that_keeps_up_does_not_lift_the_recorders_pause(tmp_path: Path) -> None:
+    """The client reads every byte through a pipe, a little slower than the server writes, while
+    the recorder is stalled: the tap stays paused for the recorder (its memory within its bound)
+    instead of reading the server again each time the client has caught up. Before, the client's catching up resumed reading
+    the server, and the tap held everything the recorder could not take: 150 MB went through
+    a tap whose peak grew by over 100 MiB."""
+    cassette = tmp_path / "c.db"
+    count = 1500
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCPREC_")}
+    proc = subprocess.Popen(
+        recorded(cassette, *FLOOD, str(count), str(SIZE), extra=["-s", "flood"]),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    said, got = bytearray(), [0]
+    errors, output = proc.stderr, proc.stdout
+
+    def read_stderr() -> None:
+        while chunk := os.read(errors.fileno(), 65536):
+            said.extend(chunk)
+
+    def read_stdout() -> None:  # a client that reads 64 KiB at a time, a little slower than
+        while chunk := os.read(output.fileno(), 65536):  # the server writes
+            got[0] += len(chunk)
+            time.sleep(0.0005)
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (read_stderr, read_stdout)]
+    for t in threads:
+        t.start()
+    try:
+        _wait_for(said, b"flood: ready")
+        before = _peak_rss_mib(proc.pid)
+        lock = sqlite3.connect(cassette, isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
+        proc.stdin.write(GO)
+        proc.stdin.flush()
+        _wait_for(said, b"forwarding waits for it to catch up")
+        time.sleep(1.0)  # the client has long caught up with what the tap let through
+        grown = _peak_rss_mib(proc.pid) - before
+        lock.execute("ROLLBACK")
+        lock.close()
+        deadline = time.monotonic() + 60
+        while got[0] < count * SIZE and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert got[0] == count * SIZE
+        proc.stdin.close()
+        assert proc.wait(60) == 0, bytes(said)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for t in threads:
+        t.join(5)
+    errors.close()
+    output.close()
+    # the tap's bound (16 MiB) and the pieces in flight; 150 MB would have piled up before
+    assert grown < HIGH_WATER / 2**20 + 24, f"the tap grew by {grown:.0f} MiB while paused"
+    flood = {s["name"]: s for s in json.loads(run_mcprec("sessions", str(cassette),
+                                                         "--json").stdout)}["flood"]
+    assert (flood["status"], flood["messages"]) == ("complete", count + 1)
+    assert flood["backpressure"]["pauses"] >= 1

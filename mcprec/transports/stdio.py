@@ -307,10 +307,10 @@ class _ChildProto(asyncio.SubprocessProtocol):
         self._tap._server_exited()
 
     def pause_writing(self) -> None:  # the server's stdin is full: stop reading the client
-        self._tap.client.pause_reading()
+        self._tap._hold("server_full", True)
 
     def resume_writing(self) -> None:
-        self._tap.client.resume_reading()
+        self._tap._hold("server_full", False)
 
 
 class StdioTap:
@@ -345,6 +345,7 @@ class StdioTap:
         self._sent_any = False
         self._signals: list[int] = []
         self._exit_handle: asyncio.TimerHandle | None = None
+        self._holds: set[str] = set()  # why reading stops now (see ``_hold``)
 
     # -- hot path: server -> client
     def _server_data(self, data: bytes) -> None:
@@ -387,26 +388,36 @@ class StdioTap:
         return self._proc.get_pipe_transport(1) if self._proc is not None else None
 
     def _pause_server(self) -> None:  # the client is not reading: stop reading the server
-        out = self._server_out()
-        if out is not None:
-            out.pause_reading()
+        self._hold("client_full", True)
 
     def _resume_server(self) -> None:
-        out = self._server_out()
-        if out is not None:
-            out.resume_reading()
+        self._hold("client_full", False)
 
     def _pressure(self, paused: bool) -> None:
         """The recorder is far behind: stop reading both sides until it catches up."""
+        self._hold("recorder", paused)
+
+    def _hold(self, why: str, on: bool) -> None:
+        """Set one reason to stop reading, and read each side only while nothing holds it: the
+        server while the client takes what we write and the recorder keeps up, the client while
+        the server takes what we write and the recorder keeps up. (Each reason once paused and
+        resumed on its own: a client that caught up resumed reading the server while the
+        recorder still held it, and the tap's memory grew past its bound, to 394 MiB.)"""
+        if on:
+            self._holds.add(why)
+        else:
+            self._holds.discard(why)
+        holds = self._holds
         child_out = self._server_out()
-        if paused:
-            self.client.pause_reading()
-            if child_out is not None and not child_out.is_closing():
+        if child_out is not None and not child_out.is_closing():
+            if "recorder" in holds or "client_full" in holds:
                 child_out.pause_reading()
+            else:
+                child_out.resume_reading()
+        if "recorder" in holds or "server_full" in holds:
+            self.client.pause_reading()
         else:
             self.client.resume_reading()
-            if child_out is not None and not child_out.is_closing():
-                child_out.resume_reading()
 
     # -- lifecycle events
     def _client_eof(self) -> None:
