@@ -5,7 +5,9 @@ driver: cassette changes show up in review as readable line diffs. Lines:
 
     {"mcprec_export": 1, "format": N}
     {"session": {...}}                       one per session (with its redaction manifest, never
-                                             the salt), followed by its records:
+                                             the salt, and how often forwarding waited for the
+                                             recorder, a timing left out with --no-timing),
+                                             followed by its records:
     {"m": {"seq": ..., "t_ns": ..., "dir": "c2s"|"s2c", "kind": ..., "raw": "<text>"}}
     {"stderr": {"t_ns": ..., "line": "..."}}
 
@@ -49,10 +51,13 @@ def export_lines(
     yield _line({"mcprec_export": EXPORT_VERSION, "format": cassette_mod.FORMAT_VERSION})
     sessions = list(sessions)
     manifests = cassette.redaction_manifests(sessions)
+    waited = cassette.backpressure(sessions) if timing else {}
     for s in sessions:
         head = {f: getattr(s, f) for f in _SESSION_FIELDS}
         if s.id in manifests:
             head["redaction"] = manifests[s.id]
+        if s.id in waited:
+            head["backpressure"] = waited[s.id]
         if not timing:
             for f in ("started_at", "ended_at"):
                 head.pop(f)
@@ -161,6 +166,15 @@ def _start_session(
         tags=head.get("tags") or {}, started_at=head.get("started_at"),
     )
     writer = SessionWriter(cassette, session, own_cassette=False)
+    waited = head.get("backpressure")
+    if isinstance(waited, dict):
+        try:
+            cassette.set_backpressure(session, pauses=int(waited["pauses"]),
+                                      paused_ms=int(waited["paused_ms"]),
+                                      bound_bytes=int(waited["bound_bytes"]))
+        except (KeyError, TypeError, ValueError):
+            raise UsageError(f"{source}:{lineno}: session {name!r}: backpressure needs integer "
+                             "pauses, paused_ms and bound_bytes") from None
     manifest = head.get("redaction")
     if isinstance(manifest, dict):
         cassette.set_redaction_manifest(session, manifest)

@@ -101,6 +101,16 @@ def test_a_stalled_recorder_pauses_forwarding_and_show_says_so(tmp_path: Path) -
         r"\(memory bound 16 MiB\)", said_paused[0]), shown[:5]
     assert "forwarding paused" not in run_mcprec("show", str(cassette), "calm").stdout.decode()
 
+    # an export carries it (a timing: not with --no-timing), and an import restores it
+    dump, copy = tmp_path / "c.jsonl", tmp_path / "copy.db"
+    assert run_mcprec("export", str(cassette), "-o", str(dump)).returncode == 0
+    assert run_mcprec("import", str(dump), str(copy)).returncode == 0
+    copied = {s["name"]: s for s in json.loads(run_mcprec("sessions", str(copy),
+                                                          "--json").stdout)}
+    assert copied["flood"]["backpressure"] == paused
+    assert copied["calm"]["backpressure"] is None
+    assert b"backpressure" not in run_mcprec("export", str(cassette), "--no-timing").stdout
+
 
 def test_a_recorder_that_dies_ends_the_pause(tmp_path: Path) -> None:
     """Forwarding paused for a recorder that then dies resumes: nothing waits for a recorder
