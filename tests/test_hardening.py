@@ -162,6 +162,7 @@ def test_payloads_are_never_corrupted_by_redaction(tmp_path: Path) -> None:
     ["nosuchcommand"],
     ["replay"],
     ["export", "c.db", "-o", "/nonexistent-dir/x.jsonl"],
+    ["import", "missing.jsonl", "c2.db"],
 ])
 def test_every_bad_invocation_is_one_line(tmp_path: Path, args: list[str]) -> None:
     """Bad arguments or paths: one line on stderr, ``mcprec: ...``, a non-zero exit."""

@@ -21,6 +21,15 @@ class McprecCommandError(click.ClickException):
         click.echo(f"mcprec: {self.format_message()}", err=True)
 
 
+def open_file(path: str, mode: str) -> Any:
+    """``open(path, mode)`` for a command, or a one-line error naming the file."""
+    try:
+        return open(path, mode)  # noqa: SIM115 - the caller closes it
+    except OSError as e:
+        verb = "read" if mode.startswith("r") else "write"
+        raise McprecCommandError(f"cannot {verb} {path}: {e.strerror}") from e
+
+
 class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:

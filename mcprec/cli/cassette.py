@@ -10,8 +10,8 @@ import click
 
 from ..errors import McprecError, UsageError
 from ._common import (
-    McprecCommandError,
     _redactor,
+    open_file,
     redaction_options,
 )
 
@@ -257,11 +257,7 @@ def export(cassette: str, session: str | None, output: str, timing: bool, otlp: 
             export_to(sys.stdout.buffer, c, chosen, timing=timing)
             sys.stdout.buffer.flush()
         else:
-            try:
-                f = open(output, "wb")
-            except OSError as e:
-                raise McprecCommandError(f"cannot write {output}: {e.strerror}") from e
-            with f:
+            with open_file(output, "wb") as f:
                 export_to(f, c, chosen, timing=timing)
 
 
@@ -288,10 +284,6 @@ def import_(dump: str, cassette: str, replace: bool) -> None:
     if dump == "-":
         names = import_dump(sys.stdin.buffer, cassette, replace=replace, source="<stdin>")
     else:
-        try:
-            f = open(dump, "rb")
-        except OSError as e:
-            raise McprecCommandError(f"cannot read {dump}: {e.strerror}") from e
-        with f:
+        with open_file(dump, "rb") as f:
             names = import_dump(f, cassette, replace=replace, source=dump)
     click.echo(f"imported {len(names)} session(s) into {cassette}: {', '.join(names)}", err=True)
