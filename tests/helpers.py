@@ -52,6 +52,29 @@ def recorded(cassette: str | os.PathLike[str], *server_argv: str,
 # --- driving a server with the official SDK client --------------------------------------------
 
 
+def assert_show_says_paused(cassette: str | os.PathLike[str], session: str,
+                            pauses: int) -> None:
+    """`mcprec show` prints one line for a session whose forwarding paused ``pauses`` times
+    for its recorder (with the tap's 16 MiB bound)."""
+    import re
+
+    shown = run_mcprec("show", str(cassette), session).stdout.decode().splitlines()
+    said = [ln for ln in shown if ln.startswith("forwarding paused")]
+    assert len(said) == 1 and re.fullmatch(
+        rf"forwarding paused {pauses} times? \([0-9.]+ m?s in all\) waiting for the recorder "
+        r"\(memory bound 16 MiB\)", said[0]), shown[:5]
+
+
+def proc_status_bytes(pid: int, field: str) -> int:
+    """A field of /proc/PID/status (VmRSS, VmHWM), in bytes."""
+    import re
+
+    status = Path(f"/proc/{pid}/status").read_text()
+    m = re.search(rf"^{field}:\s+(\d+) kB", status, re.M)
+    assert m, status
+    return int(m.group(1)) * 1024
+
+
 def dump(model: Any) -> Any:
     """A result as the client saw it, in wire (camelCase) form, defaults left out."""
     return model.model_dump(exclude_unset=True, mode="json", by_alias=True)

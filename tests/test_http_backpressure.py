@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from helpers import PEERS, run_mcprec
+from helpers import PEERS, assert_show_says_paused, proc_status_bytes, run_mcprec
 from http_helpers import Proc, _first_stdout_url, start_proxy
 from mcprec.cassette import open_cassette
 from mcprec.cassette.recorder_process import HIGH_WATER
@@ -54,14 +54,6 @@ def call(rid: int, tool: str, **arguments: Any) -> bytes:
 def upload(i: int) -> bytes:
     """The ``i``-th upload request."""
     return call(200 + i, "upload", data=chr(65 + i % 26) * UPLOADS[1])
-
-
-def _status_bytes(pid: int, field: str) -> int:
-    """A field of /proc/PID/status (VmRSS, VmHWM), in bytes."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    m = re.search(rf"^{field}:\s+(\d+) kB", status, re.M)
-    assert m, status
-    return int(m.group(1)) * 1024
 
 
 class Client:
@@ -122,7 +114,7 @@ def test_a_stalled_recorder_pauses_the_proxy_and_memory_stays_bounded(tmp_path: 
         first = Client(proxy.url, None)
         first.open()  # the session's row is written: nothing more needs the lock but commits
         Client(proxy.url, None).open()  # a session open all along, with nothing in flight
-        idle_rss = _status_bytes(proxy.popen.pid, "VmRSS")
+        idle_rss = proc_status_bytes(proxy.popen.pid, "VmRSS")
         lock = sqlite3.connect(cassette, isolation_level=None)
         lock.execute("BEGIN IMMEDIATE")  # the recorder's commits wait for this
         got: dict[str, Any] = {}
@@ -167,7 +159,7 @@ def test_a_stalled_recorder_pauses_the_proxy_and_memory_stays_bounded(tmp_path: 
             t.join(30)
         took = time.monotonic() - t0
         assert not failed, failed
-        hwm = _status_bytes(proxy.popen.pid, "VmHWM")
+        hwm = proc_status_bytes(proxy.popen.pid, "VmHWM")
 
         def expect(body: bytes) -> tuple[int, str]:
             return len(body), hashlib.sha256(body).hexdigest()
@@ -218,10 +210,5 @@ def test_a_stalled_recorder_pauses_the_proxy_and_memory_stays_bounded(tmp_path: 
     assert (idle["messages"], idle["backpressure"]) == (3, paused)
     assert (calm["status"], calm["messages"], calm["backpressure"]) == ("complete", 3, None)
 
-    shown = run_mcprec("show", str(cassette), "big").stdout.decode().splitlines()
-    n = paused["pauses"]
-    said_paused = [ln for ln in shown if ln.startswith("forwarding paused")]
-    assert len(said_paused) == 1 and re.fullmatch(
-        rf"forwarding paused {n} times? \([0-9.]+ m?s in all\) waiting for the recorder "
-        r"\(memory bound 16 MiB\)", said_paused[0]), shown[:5]
+    assert_show_says_paused(cassette, "big", paused["pauses"])
     assert "forwarding paused" not in run_mcprec("show", str(cassette), "big-3").stdout.decode()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from helpers import PEERS, recorded, run_mcprec
+from helpers import PEERS, assert_show_says_paused, proc_status_bytes, recorded, run_mcprec
 from mcprec.cassette.recorder_process import HIGH_WATER
 
 FLOOD = [sys.executable, str(PEERS / "flood_server.py")]
@@ -93,12 +92,7 @@ def test_a_stalled_recorder_pauses_forwarding_and_show_says_so(tmp_path: Path) -
     assert listed["calm"]["backpressure"] is None
     assert listed["calm"]["messages"] == 4
 
-    shown = run_mcprec("show", str(cassette), "flood").stdout.decode().splitlines()
-    n = paused["pauses"]
-    said_paused = [ln for ln in shown if ln.startswith("forwarding paused")]
-    assert len(said_paused) == 1 and re.fullmatch(
-        rf"forwarding paused {n} times? \([0-9.]+ m?s in all\) waiting for the recorder "
-        r"\(memory bound 16 MiB\)", said_paused[0]), shown[:5]
+    assert_show_says_paused(cassette, "flood", paused["pauses"])
     assert "forwarding paused" not in run_mcprec("show", str(cassette), "calm").stdout.decode()
 
     # an export carries it (a timing: not with --no-timing), and an import restores it
@@ -140,20 +134,12 @@ def test_a_recorder_that_dies_ends_the_pause(tmp_path: Path) -> None:
     assert recorder.pause_totals()[0] == 1
 
 
-def _peak_rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM")
-
-
 def test_a_client_that_keeps_up_does_not_lift_the_recorders_pause(tmp_path: Path) -> None:
     """The client reads every byte through a pipe, a little slower than the server writes, while
     the recorder is stalled: the tap stays paused for the recorder (its memory within its bound)
-    instead of reading the server again each time the client has caught up. Before, the client's catching up resumed reading
-    the server, and the tap held everything the recorder could not take: 150 MB went through
-    a tap whose peak grew by over 100 MiB."""
+    instead of reading the server again each time the client has caught up. Before, the
+    client's catching up resumed reading the server, and the tap held everything the recorder
+    could not take: 150 MB went through a tap whose peak grew by over 100 MiB."""
     cassette = tmp_path / "c.db"
     count = 1500
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCPREC_")}
@@ -178,14 +164,14 @@ def test_a_client_that_keeps_up_does_not_lift_the_recorders_pause(tmp_path: Path
         t.start()
     try:
         _wait_for(said, b"flood: ready")
-        before = _peak_rss_mib(proc.pid)
+        before = proc_status_bytes(proc.pid, "VmHWM") / 2**20
         lock = sqlite3.connect(cassette, isolation_level=None)
         lock.execute("BEGIN IMMEDIATE")
         proc.stdin.write(GO)
         proc.stdin.flush()
         _wait_for(said, b"forwarding waits for it to catch up")
         time.sleep(1.0)  # the client has long caught up with what the tap let through
-        grown = _peak_rss_mib(proc.pid) - before
+        grown = proc_status_bytes(proc.pid, "VmHWM") / 2**20 - before
         lock.execute("ROLLBACK")
         lock.close()
         deadline = time.monotonic() + 60
