@@ -17,6 +17,8 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import orjson
 # typing is imported for type checkers only: at run time it cost replay's start-up ~3-5 ms
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,8 +38,8 @@ CustomMatcher = Callable[[dict[str, "Any"], dict[str, "Any"]], bool]
 
 METHOD_ONLY = frozenset({"initialize", "server/discover"})
 # columns of a row, in MESSAGE_FIELDS order
-_SEQ, _METHOD, _CONTEXT, _KEY = (MESSAGE_FIELDS.index(f) for f in (
-    "seq", "method", "context_seq", "match_key"))
+_SEQ, _METHOD, _CONTEXT, _KEY, _RAW = (MESSAGE_FIELDS.index(f) for f in (
+    "seq", "method", "context_seq", "match_key", "raw"))
 WINDOW = 2_000
 """Recorded traffic is read ahead of the playback position this many messages at a time (two
 range reads), since clients mostly replay in recorded order: a request found in a window costs
@@ -205,6 +207,11 @@ class Matcher:
         self._handling_rows: dict[int, list[tuple[Any, ...]]] = {}
         self._whole: set[tuple[str, str]] = set()  # keys read whole by their own query
         self._known: tuple[Any, str] | None = None  # (request, key) that ``recorded`` keyed
+        # recorded requests read so far, by their bytes without the id (``wire.id_cut``): a
+        # request sent as it was recorded is matched by its bytes (``match_bytes``)
+        self._by_cut: dict[bytes, tuple[str, str]] | None = (
+            {} if self._keyed and not self.options.strict_order else None)
+        self._keys_hold: dict[str, bool] = {}  # per method: its stored keys are this mcprec's
 
     # -- public
 
@@ -233,11 +240,49 @@ class Matcher:
             )
         if found is None:
             raise self._no_match(obj, method)
+        self._played(found)
+        return found
+
+    def match_bytes(self, raw: bytes) -> tuple[Match, Any] | None:
+        """``match`` of a request whose bytes, but for its id, are those of a recorded request
+        read so far, and its id; None for any other (``match`` of the parsed request then says
+        what it says). Its key is the recorded one: neither parsed, nor keyed, nor redacted
+        (as for ``recorded``). 5,000 small pipelined requests sent as recorded, in-process:
+        32.0-34.8 -> 27.9-28.6 µs of CPU a request (medians of 9 runs, on a busy machine)."""
+        by_cut = self._by_cut
+        if not by_cut:
+            return None
+        cut = wire.id_cut(raw)
+        if cut is None:
+            return None
+        known = by_cut.get(cut[0])
+        if known is None:
+            return None
+        try:
+            rid = wire.loads(cut[1])
+        except orjson.JSONDecodeError:
+            return None  # not JSON after all: ``match`` of the parsed request says so
+        method = known[0]
+        holds = self._keys_hold.get(method)
+        if holds is None:
+            # once per method: a key stored by another mcprec version (another hash) is not
+            # trusted; ``match`` then reports it as such
+            holds = self._keys_hold[method] = wire.match_key(
+                method, wire.loads(raw).get("params"), has_meta=b'"_meta"' in raw) == known[1]
+        if not holds:
+            return None
+        found = self._take(known, lambda: self._seqs_for_key(*known))
+        if found is None:
+            return None  # ran out: ``match`` says so
+        self._pos.requests_seen += 1
+        self._played(found)
+        return found, rid
+
+    def _played(self, found: Match) -> None:
         seq = found.request.seq
         self._pos.played.add(seq)
         if self._end is not None and seq >= self._hi - WINDOW // 2 and self._hi < self._end:
             self._read_window()  # read ahead of where the client is
-        return found
 
     def recorded(self, obj: dict[str, Any], *, has_meta: bool = True) -> bool:
         """Whether a request with ``obj``'s very method and params was recorded (keyed matching
@@ -313,6 +358,7 @@ class Matcher:
         requests, handling = self.cassette.window(self.session, lo, hi)
         self._hi = hi
         keys = self._window_keys
+        by_cut = self._by_cut
         for row in requests:
             seq = row[_SEQ]
             self._rows[seq] = row
@@ -320,6 +366,12 @@ class Matcher:
             key = (row[_METHOD], row[_KEY])
             if key not in self._whole:
                 keys.setdefault(key, []).append(seq)
+            raw = row[_RAW]
+            if by_cut is not None and type(raw) is bytes and key[1] is not None \
+                    and key[0] not in METHOD_ONLY:
+                cut = wire.id_cut(raw)
+                if cut is not None:
+                    by_cut.setdefault(cut[0], key)
         for row in handling:
             self._handling_rows.setdefault(row[_CONTEXT], []).append(row)
 

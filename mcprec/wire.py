@@ -236,6 +236,20 @@ def with_id(raw: bytes, rid: Any) -> bytes | None:
     return b"".join((raw[:start], dumps(rid), memoryview(raw)[end:]))
 
 
+def id_cut(raw: bytes) -> tuple[bytes, bytes] | None:
+    """``raw`` without its own id's value (the bytes before and after it, joined) and that
+    value's text, found where ``with_id`` finds it; None where it finds none. Two messages with
+    the same cut differ in their id alone."""
+    at_head, at_tail = _id_patterns()
+    found = at_head.match(raw)
+    if found is None:
+        found = at_tail.search(raw, max(0, len(raw) - _TAIL))
+        if found is None:
+            return None
+    start, end = found.span(1)
+    return raw[:start] + raw[end:], raw[start:end]
+
+
 ID_HEAD = 64 * 1024
 """The first bytes of a message not held in memory that are read to find its id (``id_span``):
 in the messages the SDKs write, it lies within the first hundred."""

@@ -81,3 +81,90 @@ def test_a_request_holding_a_secret_is_redacted_and_matched(tmp_path: Path) -> N
     answers, imported = _replay(cassette, _request(21, f"key {SECRET}"), _request(22, "plain"))
     assert [(a["id"], _text(a)) for a in answers[1:]] == [(21, "answer 2"), (22, "answer 1")]
     assert "mcprec.redact" in imported
+
+
+# --- requests matched by their bytes (Matcher.match_bytes) ------------------------------------
+
+
+def _reordered(raw: bytes) -> bytes:
+    """The same request written otherwise (keys reversed, spaced): it cannot be matched by its
+    bytes, only parsed and keyed."""
+    obj = orjson.loads(raw)
+    return ("{ " + ", ".join(f'"{k}": {orjson.dumps(obj[k]).decode()}'
+                             for k in reversed(list(obj))) + " }").encode()
+
+
+def _many(path: Path) -> None:
+    w = open_session_writer(path, "s", transport="stdio", target=["echo"])
+    w.message(wire.CLIENT_TO_SERVER, INIT, 0)
+    w.message(wire.SERVER_TO_CLIENT, INIT_ANSWER, 10)
+    t = 100
+    for i in range(1, 60):
+        text = f"call {i % 40}"  # some requests recorded twice, answered differently
+        w.message(wire.CLIENT_TO_SERVER, _request(i, text), t)
+        w.message(wire.SERVER_TO_CLIENT, _answer(i, f"answer {i}"), t + 5)
+        t += 10
+    # the id last, as the TypeScript SDK writes it
+    tail = b'{"method":"tools/call","params":{"name":"echo","arguments":{"text":"tail"}},' \
+           b'"jsonrpc":"2.0","id":"t-1"}'
+    w.message(wire.CLIENT_TO_SERVER, tail, t)
+    w.message(wire.SERVER_TO_CLIENT, _answer(99, "tail answer").replace(b'"id":99', b'"id":"t-1"'),
+              t + 5)
+    w.close()
+
+
+def _played(cassette: Path, requests: list[bytes]) -> tuple[list[bytes], dict]:
+    from mcprec.cassette import Cassette
+    from mcprec.replay.playback import Playback, candidates
+
+    with Cassette.open(cassette) as c:
+        pb = Playback(c, candidates(c, None))
+        pb.start()
+        out = [bytes(data) for data, _ in pb.take()]
+        for raw in requests:
+            pb.receive(raw)
+            out += [bytes(data) for data, _ in pb.take()]
+        return out, pb.report()
+
+
+def test_requests_sent_as_recorded_are_answered_as_parsed_ones_are(tmp_path: Path) -> None:
+    """Matching by bytes changes nothing a client sees: the answers (ids, order, the second
+    answer of a request recorded twice, repeats past the last), the unmatched and invalid
+    requests, and the report are those of the same requests written so that they must be
+    parsed."""
+    cassette = tmp_path / "c.db"
+    _many(cassette)
+    tail = b'{"method":"tools/call","params":{"name":"echo","arguments":{"text":"tail"}},' \
+           b'"jsonrpc":"2.0","id":'
+    requests = [INIT.replace(b'"id":0', b'"id":"i"')]
+    requests += [_request(1000 + i, f"call {i % 40}") for i in range(1, 60)]
+    requests += [_request(2000, "call 3"),  # recorded twice, both used: repeated
+                 _request(2001, "never recorded"),
+                 _request(7, "call 5").replace(b'"id":7', b'"id":"str\\u0069d"'),
+                 _request(8, "call 6").replace(b'"id":8', b'"id":007'),  # not JSON
+                 tail + b'"t-9"}', tail + b'42}']
+    as_sent, report = _played(cassette, requests)
+    parsed, parsed_report = _played(cassette, [requests[0]] + [
+        r if b"007" in r else _reordered(r) for r in requests[1:]])
+    assert as_sent == parsed
+    assert report == parsed_report
+    assert report["repeated"] == 3 and len(report["unmatched"]) == 1
+    answers = [orjson.loads(a) for a in as_sent]
+    assert [a["id"] for a in answers][-5:] == [2001, "strid", None, "t-9", 42]
+    assert _text(answers[1]) == "answer 1" and _text(answers[41]) == "answer 41"
+    assert _text(answers[-1]) == "tail answer"
+
+
+def test_a_stale_stored_key_is_not_trusted_by_bytes(tmp_path: Path) -> None:
+    """Keys stored by another mcprec version (another hash): a request sent as recorded is not
+    matched by its bytes either, so every client gets the same no-match."""
+    import sqlite3
+
+    cassette = tmp_path / "c.db"
+    _many(cassette)
+    with sqlite3.connect(cassette) as conn:
+        conn.execute("UPDATE messages SET match_key = 'other' WHERE method = 'tools/call'")
+    conn.close()
+    out, report = _played(cassette, [INIT, _request(5, "call 1"), _request(6, "call 2")])
+    assert len(report["unmatched"]) == 2 and report["matched"] == 1
+    assert all("error" in orjson.loads(a) for a in out[1:])

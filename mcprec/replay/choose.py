@@ -43,6 +43,10 @@ class SessionChoice:
         params (``Matcher.recorded``); False while several sessions are candidates."""
         return len(self._candidates) == 1 and self.matcher.recorded(obj, has_meta=has_meta)
 
+    def match_bytes(self, raw: bytes) -> tuple[Match, Any] | None:
+        """``Matcher.match_bytes`` of the one candidate left; None while several are."""
+        return self.matcher.match_bytes(raw) if len(self._candidates) == 1 else None
+
     def match(self, obj: dict[str, Any], *, has_meta: bool = True) -> Match:
         """The recorded request for ``obj`` in the preferred candidate that has one."""
         if len(self._candidates) == 1:
