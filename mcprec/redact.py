@@ -95,17 +95,39 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
     "AWS access key id": ("AKIA", "ASIA"),
     "Google API key": ("AIza",),
     "Stripe key": ("_live_", "_test_"),
-    "JWT": ("eyJ",),
-    "private key": ("PRIVATE KEY",),
+    "JWT": (".eyJ",),
+    "private key": ("PRIVATE KEY-----",),
     "URL credentials": ("@",),
     "secret query parameter": ("key=", "token=", "secret="),
 }
+# A byte every match of a pattern holds, though its anchors may not: its anchors are looked for
+# only where that byte occurs (one memchr; see _gated). A 100 KB text message without "-":
+# -65 µs for "xox", -29 for "PRIVATE KEY", in-process.
+_REQUIRED: dict[str, str] = {
+    "Slack token": "-",  # xox[abposr]-
+    "private key": "-",  # -----BEGIN
+}
+# Literals one of which every match of a pattern directly follows (its look-behind): such a
+# pattern is tried only there (_sub_led) instead of at every byte, which a pattern opening with
+# a look-behind costs re. 100 KB, in-process: prose naming "Bearer " twice 1,444 -> ~5 µs for the
+# bearer rule; source code holding "key=" once 11,118 -> ~5 µs for the query parameter rule.
+_LEADS: dict[str, tuple[str, ...]] = {
+    "bearer token": ("earer ",),
+    "basic auth": ("asic ",),
+    "URL credentials": ("://",),
+    "secret query parameter": ("key=", "token=", "secret="),
+}
+_LED_MAX = 4096
+"""More lead occurrences than this: the pattern runs as a whole (bounded cost per message)."""
 # Words one of which a secret-named key contains (checked on the lower-cased message first).
 _KEY_WORDS = (b"pass", b"secret", b"token", b"key", b"auth", b"cookie", b"credential")
 
 # A JSON string of base64 / base64url / hex, long enough to be payload rather than a token.
 _BLOB = re.compile(rb'("[A-Za-z0-9+/=_-]{1024,}")')
 _BLOB_MIN = 2048
+_B64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"  # _BLOB's
+_B64_MIN = 1024  # _BLOB's
+_NOT_B64 = re.compile(rb"[^A-Za-z0-9+/=_-]")
 
 # Keys whose values are secrets. Compared after lower-casing and dropping "_" and "-", and
 # matched exactly: "progressToken" or "maxTokens" are not secrets.
@@ -342,8 +364,16 @@ class Redactor:
                            for a in anchors or ()]
         self._always = [i for i, (_, _, anchors, _) in enumerate(self._checks_b)
                         if anchors is None]
-        self._gated_b = _gated(self._anchors_b)
-        self._gated_s = _gated(self._anchors_s)
+        # the bundled patterns' own facts (_REQUIRED, _LEADS), for them alone: a pack's rule or a
+        # user pattern may share a name, not a pattern
+        own = [i for i, (name, p, _, rule) in enumerate(checks)
+               if rule is None and KNOWN_SECRET_PATTERNS.get(name) == p]
+        required = {i: _REQUIRED[checks[i][0]] for i in own if checks[i][0] in _REQUIRED}
+        self._gated_b = _gated(self._anchors_b, {i: g.encode() for i, g in required.items()})
+        self._gated_s = _gated(self._anchors_s, required)
+        self._leads_b = {i: tuple(a.encode() for a in _LEADS[checks[i][0]]) for i in own
+                         if checks[i][0] in _LEADS}
+        self._leads_s = {i: _LEADS[checks[i][0]] for i in own if checks[i][0] in _LEADS}
         # one pass over the message finds whether any anchor occurs at all (the usual answer:
         # none), before the per-anchor look
         self._any_anchor_b = re.compile(b"|".join(re.escape(a) for a, _ in self._anchors_b)) \
@@ -549,8 +579,12 @@ class Redactor:
         are not run inside them. That keeps large messages cheap, and it keeps a payload that
         happens to contain, say, ``AIza`` and 35 more characters from being corrupted.
         """
-        if len(raw) > _BLOB_MIN and _BLOB.search(raw) is not None:
-            parts = _BLOB.split(raw)  # even: the message around them; odd: the payloads
+        # a 100 KB message with nothing to redact, in-process, before the shortcuts (_blob_parts,
+        # _key_names, _REQUIRED, _LEADS, merged anchors) -> after: a text message 372 -> 256
+        # µs, prose 4,000 -> 1,325, source code 15,600 -> 1,410, a tools list 6,200 -> 1,245,
+        # an image 290 -> 89 (tests/test_redact_speed_equivalence.py: the same bytes out)
+        parts = _blob_parts(raw) if len(raw) > _BLOB_MIN else None
+        if parts is not None and len(parts) > 1:  # even: the message around them; odd: payloads
             redacted = [p if i % 2 else self._redact_patterns(p) for i, p in enumerate(parts)]
             raw = b"".join(redacted)
             if bool(self._paths) or any(self._has_secret_key(p) for p in parts[::2]):
@@ -562,8 +596,42 @@ class Redactor:
 
     def _redact_patterns(self, raw: bytes) -> bytes:
         for i in self._selected(raw, self._gated_b, self._any_anchor_b):
-            raw = self._sub(self._checks_b[i], raw, True, _PLACEHOLDER_B)
+            leads = self._leads_b.get(i)
+            raw = self._sub(self._checks_b[i], raw, True, _PLACEHOLDER_B) if leads is None \
+                else self._sub_led(self._checks_b[i], raw, leads, True, _PLACEHOLDER_B)
         return self._sub_shaped(raw, True) if self._shaped else raw
+
+    def _sub_led(self, check: tuple[Any, ...], data: Any, leads: tuple[Any, ...], json: bool,
+                 placeholder: Any) -> Any:
+        """``_sub``, for a pattern every match of which begins right after one of ``leads``:
+        tried at those places alone, left to right, each from the end of the last match, as
+        ``re.sub`` does (its look-behind still sees the text before)."""
+        starts: set[int] = set()
+        for lead in leads:
+            n = len(lead)
+            at = data.find(lead)
+            while at != -1:
+                starts.add(at + n)
+                if len(starts) > _LED_MAX:
+                    return self._sub(check, data, json, placeholder)
+                at = data.find(lead, at + 1)
+        rx, rule = check[1], check[3]
+        out: list[Any] = []
+        last = 0
+        for at in sorted(starts):
+            if at < last:
+                continue
+            m = rx.match(data, at)
+            if m is None:
+                continue
+            out.append(data[last:at])
+            out.append(placeholder if rule is None else
+                       self._replace_found(rule, m.group(0), m, json))
+            last = m.end()
+        if not out:
+            return data
+        out.append(data[last:])
+        return data[:0].join(out)
 
     def _redact_keys_and_paths(self, raw: bytes) -> bytes:
         try:  # exact: orjson alone would round integers past 64 bits to floats
@@ -579,7 +647,9 @@ class Redactor:
     def _redact_text(self, text: str, skip: frozenset[int]) -> str:
         for i in self._selected(text, self._gated_s, self._any_anchor_s):
             if i not in skip:
-                text = self._sub(self._checks_s[i], text, False, PLACEHOLDER)
+                leads = self._leads_s.get(i)
+                text = self._sub(self._checks_s[i], text, False, PLACEHOLDER) if leads is None \
+                    else self._sub_led(self._checks_s[i], text, leads, False, PLACEHOLDER)
         return self._sub_shaped(text, False) if self._shaped else text
 
     def _selected(self, data: Any, gated: list[tuple[Any, list[tuple[Any, tuple[int, ...]]]]],
@@ -627,14 +697,11 @@ class Redactor:
             return False
         if len(raw) > 4096:
             # a large message is mostly string content: look at its keys alone, found where a
-            # quote meets a colon (a 100 KB text message: 390 -> ~10 µs; in-process)
-            for m in _KEY_END.finditer(raw):
-                end = m.start()
-                start = raw.rfind(b'"', max(0, end - 100), end)
-                if start != -1 and _norm_key(raw[start + 1:end].rstrip(b"\\").decode(
-                        "utf-8", "replace")) in self._keys:
-                    return True
-            return False
+            # quote meets a colon (a 100 KB text message: 390 -> ~10 µs; in-process), each
+            # distinct key once (a 100 KB tools list, 4,600 keys: 6,700 -> ~1,000 µs)
+            keys = _key_names(raw)
+            return any(_norm_key(k.rstrip(b"\\").decode("utf-8", "replace")) in self._keys
+                       for k in keys)
         if self._key_words:
             low = raw.lower()
             if not any(w in low for w in self._key_words):
@@ -710,8 +777,9 @@ class Redactor:
     def scan(self, raw: bytes) -> list[str]:
         """Names of the kinds of secrets found in ``raw`` (empty when clean); long base64 or hex
         payloads are skipped, as ``redact`` skips them."""
-        if len(raw) > _BLOB_MIN and _BLOB.search(raw) is not None:
-            raw = b'""'.join(_BLOB.split(raw)[::2])
+        parts = _blob_parts(raw) if len(raw) > _BLOB_MIN else None
+        if parts is not None and len(parts) > 1:
+            raw = b'""'.join(parts[::2])
         found: list[str] = []
         if self._has_secret_key(raw):
             try:
@@ -776,34 +844,125 @@ def _placeholder_at(value: Any) -> Any:
 
 
 _GATES = ("_", "=", "-", "@")
+_GATES_ANY = frozenset((*_GATES, *(g.encode() for g in _GATES)))
 _KEY_END = re.compile(rb'"\s*:')  # the end of a key (of JSON held in a string too: \":)
+_KEY_END_REVERSED = re.compile(rb':\s*"(?=([^"]{0,99})")')  # on the message reversed
+_WS = b" \t\n\r\f\v"  # \s of a bytes pattern
+_FEW = 32
+_MANY_KEYS = 128
 
 
-def _gated(anchors: list[tuple[Any, int]]) -> list[tuple[Any, list[tuple[Any, tuple[int, ...]]]]]:
-    """The anchors grouped by a byte of theirs that prose seldom has (None: no such byte), each
-    with the checks it selects."""
+def _key_names(raw: bytes) -> set[bytes]:
+    """The distinct keys of a JSON text as bytes, of JSON held in its strings too: for each
+    quote followed by blanks and a colon (``_KEY_END``), the bytes from the quote before it, if
+    that is at most 100 bytes back. 100 KB, in-process: few colons, each found by ``find``
+    (memchr speed; a text message: 55 -> ~3 µs); else re finds the keys' ends, up to
+    ``_MANY_KEYS`` of them (prose or source code, 95 of them: ~200 -> ~100 µs); more (a tools
+    list, 4,600 keys: 6,700 -> ~1,000 µs), one pass of re over the message reversed, where the
+    colon leads and the key follows: re tries each colon, not each quote, and Python sees each
+    distinct key once."""
+    colons: list[int] = []
+    at = raw.find(b":")
+    while at != -1:
+        if len(colons) == _FEW:
+            break
+        colons.append(at)
+        at = raw.find(b":", at + 1)
+    out: set[bytes] = set()
+    if at == -1:
+        for at in colons:
+            end = at - 1
+            while end >= 0 and raw[end] in _WS:
+                end -= 1
+            if end >= 0 and raw[end] == 0x22:
+                start = raw.rfind(b'"', max(0, end - 100), end)
+                if start != -1:
+                    out.add(raw[start + 1:end])
+        return out
+    for n, m in enumerate(_KEY_END.finditer(raw)):
+        if n == _MANY_KEYS:
+            return {k[::-1] for k in set(_KEY_END_REVERSED.findall(raw[::-1]))}
+        end = m.start()
+        start = raw.rfind(b'"', max(0, end - 100), end)
+        if start != -1:
+            out.add(raw[start + 1:end])
+    return out
+
+
+def _blob_parts(raw: bytes) -> list[bytes]:
+    """``_BLOB.split(raw)``: the message around its base64 payloads (even indexes) and the
+    payloads (odd), or ``[raw]``, found without re where it can be (100 KB, in-process; re's
+    pass took 50-60 µs on text, prose or code, 260-410 on a tools list, twice 250 where it
+    found a payload: search, then split).
+
+    Few quotes (found by ``find``, memchr speed): a payload is the bytes between two of them,
+    at least 1,024 and all of the base64 alphabet (``translate`` deletes them all): a text
+    message ~5 µs, an image ~60. Many: a payload string holds 1,024 bytes or more that are
+    neither a quote nor a blank, so a whole 512-byte block at a multiple of 512; where every
+    block holds a blank or a quote (one or two ``find`` a block), there is none: prose, source
+    code or a tools list ~25 µs; else re splits."""
+    quotes: list[int] = []
+    at = raw.find(b'"')
+    while at != -1:
+        if len(quotes) == _FEW:
+            for at in range(0, len(raw) - 511, 512):
+                if raw.find(b" ", at, at + 512) == -1 and raw.find(b'"', at, at + 512) == -1:
+                    return _BLOB.split(raw)
+            return [raw]
+        quotes.append(at)
+        at = raw.find(b'"', at + 1)
+    parts: list[bytes] = []
+    last = 0
+    i = 0
+    while i + 1 < len(quotes):
+        a, b = quotes[i], quotes[i + 1]
+        if b - a > _B64_MIN and _NOT_B64.search(raw, a + 1, min(b, a + 65)) is None \
+                and not raw[a + 1:b].translate(None, _B64_CHARS):
+            parts += (raw[last:a], raw[a:b + 1])
+            last = b + 1
+            i += 2  # the closing quote is taken: it opens no payload
+        else:
+            i += 1
+    if not parts:
+        return [raw]
+    parts.append(raw[last:])
+    return parts
+
+
+def _gated(anchors: list[tuple[Any, int]], required: Mapping[int, Any]
+           ) -> list[tuple[Any, list[tuple[Any, tuple[int, ...]]]]]:
+    """The anchors grouped by a byte that prose seldom has (None: no such byte), each with the
+    checks it selects: a byte every match of the check holds (``required``: check -> byte),
+    else one of the anchor's own."""
     groups: dict[Any, list[tuple[Any, int]]] = {}
     for a, i in anchors:
-        text = a.decode("latin-1") if isinstance(a, bytes) else a
-        gate = next((g for g in _GATES if g in text), None)
-        key = gate.encode() if gate is not None and isinstance(a, bytes) else gate
+        key = required.get(i)
+        if key is None:
+            text = a.decode("latin-1") if isinstance(a, bytes) else a
+            gate = next((g for g in _GATES if g in text), None)
+            key = gate.encode() if gate is not None and isinstance(a, bytes) else gate
         groups.setdefault(key, []).append((a, i))
-    return [(gate, _merged(group) if gate is None else [(a, (i,)) for a, i in group])
-            for gate, group in groups.items()]
+    return [(gate, _merged(group)) for gate, group in groups.items()]
 
 
 def _merged(group: list[tuple[Any, int]]) -> list[tuple[Any, tuple[int, ...]]]:
-    """Anchors that begin with the same upper-case letter (AKIA, ASIA, AIza) looked for in one
-    regex: re finds their common first letter, then tries each there, in one pass instead of
-    one each. A 100 KB message without them, in-process: 168 -> 63-70 µs for the three (text,
-    prose, code alike). Not for a lower-case first letter: one as common as "e" (earer, eyJ)
-    made the pass 218 µs on prose, slower than two searches."""
+    """Anchors that begin with the same upper-case letter (AKIA, ASIA, AIza), or with the same
+    two bytes (ghp_, gho_ ... github_pat_), looked for in one regex: re finds their common
+    prefix, then tries each there, in one pass instead of one each. A 100 KB message without
+    them, in-process: 168 -> 63-70 µs for AKIA, ASIA, AIza (text, prose, code alike); 340 ->
+    55-63 µs for the six GitHub anchors and 110 -> 56-72 µs for _live_, _test_ (prose, code, a
+    tools list: they hold "_"), whose first byte is a gate. Not for one
+    lower-case first letter: one as common as "e" (earer, eyJ) made the pass 218 µs on prose,
+    slower than two searches."""
     by_first: dict[Any, list[tuple[Any, int]]] = {}
     for a, i in group:
-        by_first.setdefault(a[:1], []).append((a, i))
+        first = a[:1]
+        by_first.setdefault(first if first.isupper() or first in _GATES_ANY else a[:2],
+                            []).append((a, i))
     out: list[tuple[Any, tuple[int, ...]]] = []
     for first, items in by_first.items():
-        if len(items) > 1 and first.isupper():
+        if len(items) > 1 and len({a for a, _ in items}) > 1 and (
+                first.isupper() or first in _GATES_ANY or len(first) == 2):
             alts = sorted({a for a, _ in items}, key=len, reverse=True)
             joined = (b"|" if isinstance(first, bytes) else "|").join(re.escape(a) for a in alts)
             out.append((re.compile(joined), tuple(sorted({i for _, i in items}))))
