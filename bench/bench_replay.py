@@ -15,9 +15,10 @@ Three measurements, each alternating its configurations over several rounds (med
                big cassette must answer within 1.2x the time of the small one.
   start-up     time from launching ``mcprec replay`` to its answer to ``initialize`` (the
                client's first request; the cassettes begin with it), against
-               ``python -c "import sqlite3"`` (process start alone); target <= 1.5x. The first
-               tools/call answer after it is shown too (it builds the redactor and reads the
-               first window of recorded traffic).
+               ``python -c "import sqlite3"`` (process start alone); target <= 1.5x. Shown
+               beside it: ``python -c "import sqlite3, orjson"``, the floor of any start-up
+               that parses JSON with orjson. The first tools/call answer after it is shown too
+               (it reads the first window of recorded traffic).
 
 mcprec's modules are byte-compiled first, as an install leaves them (this workplace sets
 PYTHONDONTWRITEBYTECODE, which would otherwise have every start-up compile the sources).
@@ -156,9 +157,9 @@ def drive(argv: list[str], n: int, env: dict[str, str] | None = None,
     return (n - 1) / elapsed if elapsed > 0 else float("inf"), initialized, first or 0.0
 
 
-def startup_baseline() -> float:
+def startup_baseline(code: str = "import sqlite3") -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import sqlite3"], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True)
     return time.perf_counter() - t
 
 
@@ -188,7 +189,7 @@ def main() -> None:
     trivial = [sys.executable, str(HERE / "trivial_server.py")]
     res: dict[str, list[float]] = {k: [] for k in (
         "live", "raw", "replay_small", "replay_big", "first_small", "first_big", "call_small",
-        "call_big", "baseline", "replay_before", "first_before", "call_before")}
+        "call_big", "baseline", "floor", "replay_before", "first_before", "call_before")}
     before_env = {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())} \
         if args.baseline else env
     for r in range(args.rounds):
@@ -208,6 +209,9 @@ def main() -> None:
                 res["first_" + name.split("_")[1]].append(first)
                 res["call_" + name.split("_")[1]].append(call)
         res["baseline"].append(startup_baseline())
+        # what importing orjson alone adds (it imports dataclasses, inspect, uuid, json and
+        # datetime itself): the floor of any start-up that parses JSON with it
+        res["floor"].append(startup_baseline("import sqlite3, orjson"))
     med = {k: statistics.median(v) for k, v in res.items() if v}
     ratio = med["replay_small"] / med["live"]
     scaling = med["replay_small"] / med["replay_big"]  # time ratio big/small
@@ -230,7 +234,8 @@ def main() -> None:
               f"{med['call_before'] * 1000:.0f} ms")
     print(f"  first answer (initialize): replay {med['first_small'] * 1000:.0f} ms (small), "
           f"{med['first_big'] * 1000:.0f} ms (big); python -c 'import sqlite3' "
-          f"{med['baseline'] * 1000:.0f} ms")
+          f"{med['baseline'] * 1000:.0f} ms; python -c 'import sqlite3, orjson' "
+          f"{med['floor'] * 1000:.0f} ms ({med['floor'] / med['baseline']:.2f}x)")
     print(f"  first tools/call answer (after initialize): {med['call_small'] * 1000:.0f} ms "
           f"(small, {med['call_small'] / med['baseline']:.2f}x), {med['call_big'] * 1000:.0f} ms "
           "(big)")
