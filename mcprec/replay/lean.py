@@ -111,7 +111,17 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
                 break
             for line in lines:
                 playback.receive(line)
+                # each answer goes out as soon as it is ready, not with the rest of the batch:
+                # the client reads it and sends its next request while the rest are answered
+                # (5,000 small requests, 32 in flight, medians of 7 runs alternating with the
+                # live trivial server at 63,200: 30,200 -> 33,000 req/s)
+                collect()
+                if (out or later) and not write():
+                    gone = True
+                    break
             lines.clear()
+            if gone:
+                break
             playback.tick()
             collect()
     except (_Stop, KeyboardInterrupt):
