@@ -44,6 +44,10 @@ WINDOW = 2_000
 """Recorded traffic is read ahead of the playback position this many messages at a time (two
 range reads), since clients mostly replay in recorded order: a request found in a window costs
 no query of its own, and memory stays flat whatever the cassette's size."""
+FIRST_WINDOW = 256
+"""The first window is this small, each next one twice the last, up to ``WINDOW``: the first
+request after ``initialize`` waits for the first window (a 5,000-request session: 10 ms with a
+window of 2,000 at once, in-process)."""
 
 
 @dataclass
@@ -201,6 +205,7 @@ class Matcher:
         self._keyed = not self._ignore and not self.options.matchers and not self._norm
         # read-ahead windows: recorded traffic [0, _hi) is read; keys found there, in order
         self._hi = 0
+        self._window = FIRST_WINDOW  # the size of the next window read
         self._end: int | None = None  # the session's last seq + 1
         self._window_keys: dict[tuple[str, str], list[int]] = {}
         self._rows: dict[int, tuple[Any, ...]] = {}
@@ -281,7 +286,8 @@ class Matcher:
     def _played(self, found: Match) -> None:
         seq = found.request.seq
         self._pos.played.add(seq)
-        if self._end is not None and seq >= self._hi - WINDOW // 2 and self._hi < self._end:
+        if self._end is not None and seq >= self._hi - self._window // 2 \
+                and self._hi < self._end:
             self._read_window()  # read ahead of where the client is
 
     def recorded(self, obj: dict[str, Any], *, has_meta: bool = True) -> bool:
@@ -352,9 +358,10 @@ class Matcher:
     def _read_window(self) -> None:
         """Read the next window of recorded traffic and index its requests by key."""
         assert self._end is not None
-        lo, hi = self._hi, min(self._hi + WINDOW, self._end)
+        lo, hi = self._hi, min(self._hi + self._window, self._end)
         if lo >= hi:
             return
+        self._window = min(WINDOW, self._window * 2)
         requests, handling = self.cassette.window(self.session, lo, hi)
         self._hi = hi
         keys = self._window_keys
