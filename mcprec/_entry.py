@@ -57,11 +57,25 @@ def _fast_replay(args: list[str]) -> int | None:
         return 130
 
 
+def _exit_now(code: int) -> None:
+    """Exit with ``code`` once stdout and stderr are flushed, without the interpreter's teardown
+    (every module and object freed one by one; the cassette is closed already): a replay
+    launched per test ended 12.3 -> 2.5 ms after its client closed stdin (medians of 11)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["replay"]:
         code = _fast_replay(args[1:])
         if code is not None:
+            if argv is None:  # the process is ours: nothing is left to tear down
+                _exit_now(code)
             sys.exit(code)
     from .cli import main as cli_main
 
