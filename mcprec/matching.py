@@ -206,6 +206,7 @@ class Matcher:
         # read-ahead windows: recorded traffic [0, _hi) is read; keys found there, in order
         self._hi = 0
         self._window = FIRST_WINDOW  # the size of the next window read
+        self._ahead = 0  # read the next window once the client is this close to the last's end
         self._end: int | None = None  # the session's last seq + 1
         self._window_keys: dict[tuple[str, str], list[int]] = {}
         self._rows: dict[int, tuple[Any, ...]] = {}
@@ -286,8 +287,7 @@ class Matcher:
     def _played(self, found: Match) -> None:
         seq = found.request.seq
         self._pos.played.add(seq)
-        if self._end is not None and seq >= self._hi - self._window // 2 \
-                and self._hi < self._end:
+        if self._end is not None and seq >= self._hi - self._ahead and self._hi < self._end:
             self._read_window()  # read ahead of where the client is
 
     def recorded(self, obj: dict[str, Any], *, has_meta: bool = True) -> bool:
@@ -361,6 +361,7 @@ class Matcher:
         lo, hi = self._hi, min(self._hi + self._window, self._end)
         if lo >= hi:
             return
+        self._ahead = (hi - lo) // 2
         self._window = min(WINDOW, self._window * 2)
         requests, handling = self.cassette.window(self.session, lo, hi)
         self._hi = hi
