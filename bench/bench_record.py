@@ -18,6 +18,8 @@ Loads:
   small    ~200 B requests and responses, 32 in flight (pipelined): throughput and latency;
            20,000 of them: the exit right after is the "exit after a 20k burst"
   large    100 KB requests and responses, 4 in flight: throughput and latency
+  prose    the same with 100 KB of English prose and Markdown (the repository's docs/), where
+           redaction has more to look at than in the "large" load's letters and digits
   ping     ~200 B, 1 in flight (unloaded ping-pong): p50 latency, "added p50" vs direct
   30mb     one tools/call whose result is a 30 MB base64 image: call latency, exit time
   100mb    the same with 100 MB: call latency, exit time, peak RSS of the tap and the recorder
@@ -97,15 +99,16 @@ class Load:
     window: int
     payload: int  # bytes of text in each request's params
     result: int = 0  # > 0: one call for a result of this many bytes of base64 (blob server)
+    prose: bool = False  # the text is the repository's docs, not letters and digits
 
 
 def loads(quick: bool) -> list[Load]:
     big = [Load("30mb", 1, 1, 0, 30_000_000), Load("100mb", 1, 1, 0, 100_000_000)]
     if quick:
         return [Load("small", 5000, 32, 120), Load("large", 120, 4, 100_000),
-                Load("ping", 1000, 1, 120), *big]
+                Load("prose", 120, 4, 100_000, prose=True), Load("ping", 1000, 1, 120), *big]
     return [Load("small", 20000, 32, 120), Load("large", 400, 4, 100_000),
-            Load("ping", 3000, 1, 120), *big]
+            Load("prose", 400, 4, 100_000, prose=True), Load("ping", 3000, 1, 120), *big]
 
 
 # --- the blob server: big results ------------------------------------------------------------
@@ -158,10 +161,15 @@ def make_big(rid: int, size: int) -> tuple[list[bytes], list[bytes]]:
     return [line], [blob_response(rid, size)]
 
 
-def make_requests(first_id: int, count: int, payload: int) -> tuple[list[bytes], list[bytes]]:
+def make_requests(first_id: int, count: int, payload: int,
+                  prose: bool = False) -> tuple[list[bytes], list[bytes]]:
     """``count`` request lines (with newline) and the exact response lines (without newline)."""
     alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    text = (alphabet * (payload // len(alphabet) + 1))[:payload].decode()
+    if prose:
+        docs = "\n".join(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))
+        text = (docs * (payload // len(docs) + 1))[:payload]
+    else:
+        text = (alphabet * (payload // len(alphabet) + 1))[:payload].decode()
     reqs, exp = [], []
     for i in range(first_id, first_id + count):
         line = orjson.dumps({
@@ -719,7 +727,7 @@ def main() -> int:
                          f"{','.join(DEFAULT_CONFIGS)}; also: {','.join(CONFIGS)}; direct is "
                          "always run)")
     ap.add_argument("--loads", default=None,
-                    help="comma-separated loads to run (default: all of small,large,ping,30mb,"
+                    help="comma-separated loads to run (default: all of small,large,prose,ping,30mb,"
                          "100mb)")
     ap.add_argument("--baseline", default=None, metavar="DIR",
                     help="also run `mcprec-before`: mcprec imported from this source tree (e.g. "
@@ -747,7 +755,7 @@ def main() -> int:
     data = {"warmup": make_requests(10_000_000, WARMUP, 120)}
     for load in load_list:
         data[load.name] = make_big(1, load.result) if load.result else \
-            make_requests(1, load.requests, load.payload)
+            make_requests(1, load.requests, load.payload, load.prose)
     LOADAVG.append(os.getloadavg()[0])
     tmp = Path(tempfile.mkdtemp(prefix="mcprec-bench-"))
     results: list[Result] = []
