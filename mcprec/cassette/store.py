@@ -247,6 +247,11 @@ class StoredText:
         self._edit = (start, end, text)
         return self
 
+    @property
+    def inserted(self) -> bytes | None:
+        """What replaces the span (replay: the client's id, as JSON), None when nothing does."""
+        return None if self._edit is None else self._edit[2]
+
     def __len__(self) -> int:
         if self._edit is None:
             return self._size
@@ -804,17 +809,20 @@ class Cassette:
         *,
         kinds: tuple[str, ...] | None = None,
         after_seq: int = -1,
+        lookup: bool = False,
     ) -> Iterator[Message]:
-        """The session's messages in the order they were observed."""
+        """The session's messages in the order they were observed; ``lookup``: a message longer
+        than ``STORED_APART`` without its text, read only if used (a ``StoredMessage``)."""
         s = session if isinstance(session, Session) else self.session(session)
-        sql = f"SELECT {self._cols} FROM messages WHERE session_id = ? AND seq > ?"
+        cols = self._lookup if lookup else self._cols
+        sql = f"SELECT {cols} FROM messages WHERE session_id = ? AND seq > ?"
         args: list[Any] = [s.id, after_seq]
         if kinds:
             sql += f" AND kind IN ({', '.join('?' * len(kinds))})"
             args.extend(kinds)
         sql += " ORDER BY seq"
         for row in self._conn.execute(sql, args):
-            yield message_from_row(row)
+            yield message_from_row(row, self)
 
     @_translated
     def message(self, session: Session, seq: int) -> Message | None:

@@ -6,6 +6,7 @@ and feeds a copy here to cut out each event as soon as its blank line arrives.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 
@@ -97,3 +98,25 @@ def format_event(data: bytes, *, event: str | None = "message", id: str | None =
         out.append(b"data: " + line + b"\n")
     out.append(b"\n")
     return b"".join(out)
+
+
+def format_event_pieces(pieces: Iterable[bytes], *, event: str | None = "message",
+                        id: str | None = None) -> Iterator[bytes]:
+    """``format_event(b"".join(pieces), ...)`` a piece at a time, never joined (a large answer
+    as it is read from the cassette). ``format_event`` cuts the data into lines at each ``\\n``
+    alone (a ``\\r`` stays in its line), and a one-byte separator never straddles two pieces:
+    each piece is framed by itself, its newlines becoming ``\\ndata: ``. The event's head goes
+    out with the first piece, its end with the last."""
+    head = b"event: " + event.encode() + b"\n" if event else b""
+    if id is not None:
+        head += b"id: " + id.encode() + b"\n"
+    head += b"data: "
+    out: bytes | None = None
+    for piece in pieces:
+        framed = piece.replace(b"\n", b"\ndata: ")
+        if out is None:
+            out = head + framed
+        else:
+            yield out
+            out = framed
+    yield (head if out is None else out) + b"\n\n"
