@@ -376,3 +376,21 @@ def test_secrets_go_whatever_the_message_size(secret: str, make: Any, pad: int) 
     value = make(secret, "lorem ipsum dolor sit amet " * (pad // 27))
     raw = wire.dumps({"jsonrpc": "2.0", "id": 1, "result": value})
     assert secret.encode() not in Redactor(Rules()).redact(raw)
+
+
+@given(st.lists(st.sampled_from([b"{", b"}", b'"a"', b":", b"1", b" ", b"\n", b"\r", b"\r\n"]),
+                max_size=40).map(b"".join), st.lists(st.integers(1, 17), min_size=1, max_size=20))
+def test_an_event_with_line_breaks_reads_back_as_its_lines(data: bytes, cuts: list[int]) -> None:
+    """Data holding CR LF, CR or LF (JSON written with line breaks between its tokens) is read
+    back, however the stream is cut, as its lines joined by LF: no line ends early at a CR."""
+    stream = format_event(data, id="e1")
+    parser = SSEParser()
+    got = []
+    pos = 0
+    for n in cuts * (len(stream) // sum(cuts) + 1):
+        if pos >= len(stream):
+            break
+        got += parser.feed(stream[pos:pos + n])
+        pos += n
+    assert [(g.data, g.id) for g in got] == [
+        (data.replace(b"\r\n", b"\n").replace(b"\r", b"\n"), "e1")]

@@ -88,12 +88,17 @@ def _line_end(buf: bytes, start: int) -> tuple[int, int] | None:
 
 
 def format_event(data: bytes, *, event: str | None = "message", id: str | None = None) -> bytes:
-    """One SSE event carrying ``data`` (a JSON-RPC message has no newlines)."""
+    """One SSE event carrying ``data``. A compact JSON-RPC message has no line break; one written
+    with blanks between its tokens may (JSON allows CR and LF there): SSE ends a line at CR LF,
+    CR or LF alike, so each becomes a line of its own (the client joins them with LF: the same
+    JSON). A lone CR left in a line would end it early at the client, cutting the message."""
     out = []
     if event:
         out.append(b"event: " + event.encode() + b"\n")
     if id is not None:
         out.append(b"id: " + id.encode() + b"\n")
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     for line in data.split(b"\n"):
         out.append(b"data: " + line + b"\n")
     out.append(b"\n")
@@ -103,16 +108,24 @@ def format_event(data: bytes, *, event: str | None = "message", id: str | None =
 def format_event_pieces(pieces: Iterable[bytes], *, event: str | None = "message",
                         id: str | None = None) -> Iterator[bytes]:
     """``format_event(b"".join(pieces), ...)`` a piece at a time, never joined (a large answer
-    as it is read from the cassette). ``format_event`` cuts the data into lines at each ``\\n``
-    alone (a ``\\r`` stays in its line), and a one-byte separator never straddles two pieces:
-    each piece is framed by itself, its newlines becoming ``\\ndata: ``. The event's head goes
-    out with the first piece, its end with the last."""
+    as it is read from the cassette). ``format_event`` cuts the data into lines at each CR LF,
+    CR or LF: each piece is framed by itself, its line breaks becoming ``\\ndata: ``, but for a
+    CR LF cut between two pieces (the LF that begins a piece after a CR is dropped). The
+    event's head goes out with the first piece, its end with the last."""
     head = b"event: " + event.encode() + b"\n" if event else b""
     if id is not None:
         head += b"id: " + id.encode() + b"\n"
     head += b"data: "
     out: bytes | None = None
+    after_cr = False
     for piece in pieces:
+        if not piece:
+            continue
+        if after_cr and piece[:1] == b"\n":
+            piece = piece[1:]
+        after_cr = piece[-1:] == b"\r"
+        if b"\r" in piece:
+            piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         framed = piece.replace(b"\n", b"\ndata: ")
         if out is None:
             out = head + framed
