@@ -44,6 +44,10 @@ WINDOW = 2_000
 """Recorded traffic is read ahead of the playback position this many messages at a time (two
 range reads), since clients mostly replay in recorded order: a request found in a window costs
 no query of its own, and memory stays flat whatever the cassette's size."""
+CUT_BYTES = 16 * 1024 * 1024
+"""The texts of recorded requests that ``match_bytes`` keeps at most (the oldest read go first:
+a request not found by its bytes is parsed and keyed, as any other), so that memory stays
+flat however long the session."""
 FIRST_WINDOW = 256
 """The first window is this small, each next one twice the last, up to ``WINDOW``: the first
 request after ``initialize`` waits for the first window (a 5,000-request session: 10 ms with a
@@ -217,6 +221,7 @@ class Matcher:
         # request sent as it was recorded is matched by its bytes (``match_bytes``)
         self._by_cut: dict[bytes, tuple[str, str]] | None = (
             {} if self._keyed and not self.options.strict_order else None)
+        self._cut_bytes = 0  # the bytes of the texts in _by_cut (at most CUT_BYTES)
         self._keys_hold: dict[str, bool] = {}  # per method: its stored keys are this mcprec's
 
     # -- public
@@ -378,8 +383,13 @@ class Matcher:
             if by_cut is not None and type(raw) is bytes and key[1] is not None \
                     and key[0] not in METHOD_ONLY:
                 cut = wire.id_cut(raw)
-                if cut is not None:
-                    by_cut.setdefault(cut[0], key)
+                if cut is not None and cut[0] not in by_cut:
+                    by_cut[cut[0]] = key
+                    self._cut_bytes += len(cut[0])
+        while by_cut and self._cut_bytes > CUT_BYTES:
+            oldest = next(iter(by_cut))
+            del by_cut[oldest]
+            self._cut_bytes -= len(oldest)
         for row in handling:
             self._handling_rows.setdefault(row[_CONTEXT], []).append(row)
 

@@ -168,3 +168,37 @@ def test_a_stale_stored_key_is_not_trusted_by_bytes(tmp_path: Path) -> None:
     out, report = _played(cassette, [INIT, _request(5, "call 1"), _request(6, "call 2")])
     assert len(report["unmatched"]) == 2 and report["matched"] == 1
     assert all("error" in orjson.loads(a) for a in out[1:])
+
+
+def test_the_texts_kept_for_matching_by_bytes_stay_bounded(tmp_path: Path, monkeypatch) -> None:
+    """A long session of large requests: the recorded texts kept to match by bytes stay within
+    their bound (the oldest go first), and a request whose text went is matched as any other."""
+    from mcprec import matching
+    from mcprec.cassette import Cassette
+    from mcprec.replay.playback import Playback, candidates
+
+    monkeypatch.setattr(matching, "CUT_BYTES", 50_000)
+    cassette = tmp_path / "c.db"
+    w = open_session_writer(cassette, "s", transport="stdio", target=["echo"])
+    w.message(wire.CLIENT_TO_SERVER, INIT, 0)
+    w.message(wire.SERVER_TO_CLIENT, INIT_ANSWER, 10)
+    texts = [f"{i:04d} " + "x" * 2000 for i in range(300)]
+    for i, text in enumerate(texts, start=1):
+        w.message(wire.CLIENT_TO_SERVER, _request(i, text), 100 * i)
+        w.message(wire.SERVER_TO_CLIENT, _answer(i, f"answer {i}"), 100 * i + 50)
+    w.close()
+    with Cassette.open(cassette) as c:
+        pb = Playback(c, candidates(c, None))
+        pb.start()
+        pb.receive(INIT)
+        pb.take()
+        got = []
+        for i, text in [*enumerate(texts, start=1), (1, texts[0])]:
+            pb.receive(_request(5000 + i, text))
+            got += [orjson.loads(bytes(data)) for data, _ in pb.take()]
+            m = pb.matcher
+            assert m._cut_bytes <= 50_000
+            assert m._cut_bytes == sum(len(k) for k in m._by_cut)
+        assert [_text(a) for a in got] == [f"answer {i}" for i in range(1, 301)] + ["answer 1"]
+        assert [a["id"] for a in got] == [5000 + i for i in range(1, 301)] + [5001]
+        assert pb.report()["matched"] == 302 and pb.report()["repeated"] == 1
