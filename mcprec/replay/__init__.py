@@ -293,6 +293,8 @@ def replay_http(
         from .faults import summary
 
         _log.info("replay", summary(faults))
+    if app.failure is not None:  # said on stderr when it happened
+        return app.failure.exit_code
     return _unmatched_status(app.engines(), allow_unmatched)
 
 

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
 
-from .. import wire
+from .. import _log, wire
 from ..cassette import Cassette, Session
 from ..cassette.store import StoredText
+from ..errors import CassetteError, McprecError
 from ..matching import MatchOptions
 from ..transports.http_serve import (
     BodyTooLarge, ClientGone, Trust, header, read_body, refuse, send_simple,
@@ -107,6 +109,9 @@ class ReplayApp:
         self.finished: list[ReplaySession] = []
         self._sessionless: _ClientSession | None = None
         self._promises: dict[int, _Promises] = {}
+        self.failure: McprecError | None = None
+        """The first error reading the cassette (corrupt, truncated): said on stderr at once,
+        answered as a JSON-RPC error, and the exit status when the server stops."""
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -190,10 +195,29 @@ class ReplayApp:
         if refused is not None:
             await refuse(send, *refused)
             return
+        started = False
+
+        async def tracked(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            await self._route(scope, receive, send)
+            await self._route(scope, receive, tracked)
         except ClientGone:
             return
+        except (CassetteError, sqlite3.Error) as e:
+            # a corrupt or truncated cassette: one line on stderr and an answer the client can
+            # read, not uvicorn's bare 500 with nothing said (the exit status says it too)
+            failure = e if isinstance(e, CassetteError) else CassetteError(
+                f"{self.cassette.path}: cannot read the cassette ({e})")
+            if self.failure is None:
+                self.failure = failure
+                _log.warning("replay", str(failure))
+            if not started:
+                body = wire.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                    "code": -32603, "message": f"mcprec replay: {failure}"}})
+                await send_simple(send, 500, body)
 
     async def _route(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         method = scope["method"]
