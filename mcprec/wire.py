@@ -223,31 +223,35 @@ def with_id(raw: bytes, rid: Any) -> bytes | None:
     None when the id is not where a look without parsing can be sure it is the message's own:
     right after the opening brace (after ``"jsonrpc"`` at most), or as the last member (before
     ``"jsonrpc"`` at most); the SDKs write it at one of the two."""
-    at_head, at_tail = _id_patterns()
-    found = at_head.match(raw)
-    offset = 0
-    if found is None:
-        offset = max(0, len(raw) - _TAIL)
-        found = at_tail.search(raw, offset)
-        if found is None:
-            return None
-    start, end = found.span(1)
+    span = _own_id(raw)
+    if span is None:
+        return None
+    start, end = span
     if len(raw) <= _TAIL * 4:
         return raw[:start] + dumps(rid) + raw[end:]
     return b"".join((raw[:start], dumps(rid), memoryview(raw)[end:]))
 
 
-def id_cut(raw: bytes) -> tuple[bytes, bytes] | None:
-    """``raw`` without its own id's value (the bytes before and after it, joined) and that
-    value's text, found where ``with_id`` finds it; None where it finds none. Two messages with
-    the same cut differ in their id alone."""
+def _own_id(raw: bytes) -> tuple[int, int] | None:
+    """The span of ``raw``'s own id value where a look without parsing can be sure of it (see
+    ``with_id``), or None."""
     at_head, at_tail = _id_patterns()
     found = at_head.match(raw)
     if found is None:
         found = at_tail.search(raw, max(0, len(raw) - _TAIL))
         if found is None:
             return None
-    start, end = found.span(1)
+    return found.span(1)
+
+
+def id_cut(raw: bytes) -> tuple[bytes, bytes] | None:
+    """``raw`` without its own id's value (the bytes before and after it, joined) and that
+    value's text, found where ``with_id`` finds it; None where it finds none. Two messages with
+    the same cut differ in their id alone."""
+    span = _own_id(raw)
+    if span is None:
+        return None
+    start, end = span
     return raw[:start] + raw[end:], raw[start:end]
 
 
