@@ -356,11 +356,7 @@ class Playback:
             return False
         found, rid = hit
         self.stats.requests += 1
-        self._announce()
-        self.stats.matched += 1
-        if found.repeated:
-            self.stats.repeated += 1
-        self._play_request(found, rid, wire.id_text(rid), None, started, raw=raw)
+        self._matched(found, rid, wire.id_text(rid), None, started, raw=raw)
         return True
 
     def send(self, data: bytes | StoredText, related: str | None) -> None:
@@ -414,11 +410,16 @@ class Playback:
             self.send(error_response(rid, INTERNAL_ERROR,
                                      f"mcprec replay: matching failed: {e!r}"), key)
             return
+        self._matched(found, rid, key, obj, started, fault)
+
+    def _matched(self, found: Match, rid: Any, key: str, obj: dict[str, Any] | None,
+                 started: float, fault: Fault | None = None, raw: bytes = b"") -> None:
+        """Count a request matched (announcing the session it chose) and play its answer."""
         self._announce()
         self.stats.matched += 1
         if found.repeated:
             self.stats.repeated += 1
-        self._play_request(found, rid, key, obj, started, fault)
+        self._play_request(found, rid, key, obj, started, fault, raw)
 
     def _inject(self, fault: Fault, obj: dict[str, Any], key: str) -> None:
         """Answer a request with a fault instead of its recorded answer."""
