@@ -23,6 +23,15 @@ EVERYTHING_VERSION = "2026.8.31"
 EVERYTHING_DIR = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything"
 MCPREC = [sys.executable, "-m", "mcprec"]
 
+# the client's side of a recorded session whose one tools/call has a large answer
+# (test_replay_large.py over stdio, test_http_replay_large.py over HTTP)
+LARGE_INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "c", "version": "1"}}}
+LARGE_INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+LARGE_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+              "params": {"name": "image", "arguments": {"size": 3}}}
+
 
 def run_mcprec(
     *args: str,

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import proc_status_bytes
+from helpers import LARGE_CALL, LARGE_INITIALIZE, LARGE_INITIALIZED, proc_status_bytes
 from http_helpers import start_replay
 from mcprec import wire
 from mcprec.cassette.store import PIECE, STORED_APART, Cassette, StoredText
@@ -34,12 +34,7 @@ from mcprec.transports.sse import SSEParser, format_event, format_event_pieces
 C2S, S2C = wire.CLIENT_TO_SERVER, wire.SERVER_TO_CLIENT
 BOTH = "application/json, text/event-stream"
 CALL_ID = "call-7"
-INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {},
-    "clientInfo": {"name": "c", "version": "1"}}}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "image", "arguments": {"size": 3}}}
+INITIALIZE, INITIALIZED, CALL = LARGE_INITIALIZE, LARGE_INITIALIZED, LARGE_CALL
 NOTE = {"jsonrpc": "2.0", "method": "notifications/message",
         "params": {"level": "info", "data": "drawing"}}
 

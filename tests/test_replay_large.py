@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import run_mcprec
+from helpers import LARGE_CALL, LARGE_INITIALIZE, LARGE_INITIALIZED, run_mcprec
 from mcprec import wire
 from mcprec.cassette.store import (
     STORED_APART, Cassette, Message, StoredMessage, StoredText, message_from_row,
@@ -33,12 +33,7 @@ C2S, S2C = wire.CLIENT_TO_SERVER, wire.SERVER_TO_CLIENT
 DATA = base64.b64encode(os.urandom(3 * 2**20 // 4 * 3)).decode()  # 3 MiB of base64: 3 pieces
 RESULT = json.dumps({"content": [{"type": "image", "data": DATA, "mimeType": "image/png"}]},
                     separators=(",", ":"))
-INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {},
-    "clientInfo": {"name": "c", "version": "1"}}}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "image", "arguments": {"size": 3}}}
+INITIALIZE, INITIALIZED, CALL = LARGE_INITIALIZE, LARGE_INITIALIZED, LARGE_CALL
 
 ANSWERS = {
     "id first": '{"jsonrpc":"2.0","id":1,"result":%s}' % RESULT,
