@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-import orjson
+from ._lazy import orjson
 # typing is imported for type checkers only: at run time it cost replay's start-up ~3-5 ms
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
 
 
 from . import wire
+from ._plain import Plain
 from .cassette import Cassette, Message, Session
 from .cassette.store import MESSAGE_FIELDS, message_from_row
 from .errors import NoMatchError
@@ -54,21 +54,35 @@ request after ``initialize`` waits for the first window (a 5,000-request session
 window of 2,000 at once, in-process)."""
 
 
-@dataclass
-class MatchOptions:
-    ignore: Sequence[str] = ()
+class MatchOptions(Plain):
+    """How incoming requests are matched to recorded ones (a ``Plain`` class, not a
+    dataclass: see ``mcprec._plain``)."""
+
+    __slots__ = ("ignore", "strict_order", "repeat", "matchers", "normalize")
+    _FIELDS = __slots__
+
+    ignore: Sequence[str]
     """JSON paths into the request to leave out, e.g. ``params.arguments.timestamp``; ``*``
     matches any key or index, ``$..ts`` any depth (see ``mcprec.jsonpath``)."""
-    strict_order: bool = False
+    strict_order: bool
     """The next request must be the next recorded one."""
-    repeat: Literal["last", "error"] = "last"
+    repeat: Literal["last", "error"]
     """When identical requests outnumber recorded answers: answer with the last, or fail."""
-    matchers: Sequence[CustomMatcher] = ()
+    matchers: Sequence[CustomMatcher]
     """Extra checks: a recorded request matches only if every callable returns True."""
-    normalize: Sequence[str] = ()
+    normalize: Sequence[str]
     """Kinds of volatile values that match by kind on both sides (``timestamps``, ``uuids``,
     ``NAME=REGEX``...: see ``mcprec.normalize``), so a request carrying a fresh UUID or time
     still matches the recorded one. Applied at match time; the stored keys do not change."""
+
+    def __init__(self, ignore: Sequence[str] = (), strict_order: bool = False,
+                 repeat: Literal["last", "error"] = "last",
+                 matchers: Sequence[CustomMatcher] = (), normalize: Sequence[str] = ()) -> None:
+        self.ignore = ignore
+        self.strict_order = strict_order
+        self.repeat = repeat
+        self.matchers = matchers
+        self.normalize = normalize
 
 
 # --- differences -----------------------------------------------------------------------------
@@ -144,25 +158,16 @@ def _jsonpath() -> Any:
 # classes 0.02-0.03 ms); a Match is made for every request.
 
 
-class Match:
+class Match(Plain):
     """The recorded request that answers an incoming one."""
 
     __slots__ = ("request", "repeated")
+    _FIELDS = __slots__
 
     def __init__(self, request: Message, repeated: bool = False) -> None:
         self.request = request
         self.repeated = repeated
         """True when the recorded answers ran out and the last one is reused."""
-
-    def __repr__(self) -> str:
-        return f"Match(request={self.request!r}, repeated={self.repeated!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Match) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.request, self.repeated) == (other.request, other.repeated)
-
-    __hash__ = None  # type: ignore[assignment]  # as a dataclass with eq: unhashable
 
 
 class _KeyState:
@@ -223,6 +228,7 @@ class Matcher:
             {} if self._keyed and not self.options.strict_order else None)
         self._cut_bytes = 0  # the bytes of the texts in _by_cut (at most CUT_BYTES)
         self._keys_hold: dict[str, bool] = {}  # per method: its stored keys are this mcprec's
+        self._only_cuts: dict[bytes, str] | None = None  # see _method_only_cuts
 
     # -- public
 
@@ -261,19 +267,25 @@ class Matcher:
         (as for ``recorded``). 5,000 small pipelined requests sent as recorded, in-process:
         32.0-34.8 -> 27.9-28.6 µs of CPU a request (medians of 9 runs, on a busy machine)."""
         by_cut = self._by_cut
-        if not by_cut:
+        if by_cut is None:
             return None
         cut = wire.id_cut(raw)
         if cut is None:
             return None
         known = by_cut.get(cut[0])
         if known is None:
-            return None
+            method = self._method_only_cuts().get(cut[0])
+            if method is None:
+                return None
+            known = ("", method)  # as ``match`` takes it: by its method alone
         try:
-            rid = wire.loads(cut[1])
+            rid = wire.id_value(cut[1])
         except orjson.JSONDecodeError:
             return None  # not JSON after all: ``match`` of the parsed request says so
         method = known[0]
+        if not method:
+            found = self._take(known, lambda: self._seqs_for_method(known[1]))
+            return None if found is None else self._found_bytes(found, rid)
         holds = self._keys_hold.get(method)
         if holds is None:
             # once per method: a key stored by another mcprec version (another hash) is not
@@ -285,6 +297,22 @@ class Matcher:
         found = self._take(known, lambda: self._seqs_for_key(*known))
         if found is None:
             return None  # ran out: ``match`` says so
+        return self._found_bytes(found, rid)
+
+    def _method_only_cuts(self) -> dict[bytes, str]:
+        """The recorded requests matched by their method alone (``initialize``), by their bytes
+        without the id: an ``initialize`` sent as recorded is answered without a JSON parser
+        (see ``wire.id_json``), and without reading the first window."""
+        if self._only_cuts is None:
+            self._only_cuts = {}
+            for method in METHOD_ONLY:
+                for m in self._requests_of(method):
+                    cut = wire.id_cut(m.raw)
+                    if cut is not None:
+                        self._only_cuts.setdefault(cut[0], method)
+        return self._only_cuts
+
+    def _found_bytes(self, found: Match, rid: Any) -> tuple[Match, Any]:
         self._pos.requests_seen += 1
         self._played(found)
         return found, rid

@@ -12,16 +12,16 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 # typing is imported for type checkers only: at run time it cost replay's start-up ~3-5 ms
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NamedTuple, TypeVar
 
-import orjson
+from .._lazy import orjson
 
 from .. import __version__, _log, wire
+from .._plain import Plain
 from ..errors import CassetteError, FormatTooNewError, NotACassetteError, SessionNotFoundError
 from . import schema
 
@@ -37,28 +37,106 @@ def _loads(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
-@dataclass(frozen=True)
-class Session:
-    """One recorded conversation (a row of ``sessions``)."""
+_SESSION_FIELDS = (
+    "id", "name", "transport", "target", "started_at", "ended_at", "status", "exit_code",
+    "protocol_version", "client_info", "server_info", "client_capabilities",
+    "server_capabilities", "instructions", "tags", "mcprec_version", "message_count",
+    "duration_ns",
+)
+# the columns stored as JSON texts, parsed when first read: replay reads ``tags`` alone of them,
+# and parsing them all at the start was the one use of orjson before replay's first answer
+_SESSION_JSON = ("target", "client_info", "server_info", "client_capabilities",
+                 "server_capabilities", "tags")
+
+
+class _Parsed:
+    """A JSON column of ``Session``, parsed when first read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, session: Session | None, owner: type | None = None) -> Any:
+        return self if session is None else session._parsed(self.name)
+
+
+class Session(Plain):
+    """One recorded conversation (a row of ``sessions``). Read-only by convention.
+
+    A plain slotted class rather than a frozen dataclass: importing dataclasses cost replay's
+    start-up 11-15 ms, and the JSON columns are parsed only when read (see ``_SESSION_JSON``).
+    """
+
+    __slots__ = (*(f"_{f}" if f in _SESSION_JSON else f for f in _SESSION_FIELDS), "_texts")
+    _FIELDS = _SESSION_FIELDS
 
     id: int
     name: str
     transport: str
-    target: Any
     started_at: str
     ended_at: str | None
     status: str
     exit_code: int | None
     protocol_version: str | None
-    client_info: Any
-    server_info: Any
-    client_capabilities: Any
-    server_capabilities: Any
     instructions: str | None
-    tags: dict[str, str]
     mcprec_version: str
-    message_count: int = 0
-    duration_ns: int = 0
+    message_count: int
+    duration_ns: int
+
+    def __init__(self, id: int, name: str, transport: str, target: Any, started_at: str,
+                 ended_at: str | None, status: str, exit_code: int | None,
+                 protocol_version: str | None, client_info: Any, server_info: Any,
+                 client_capabilities: Any, server_capabilities: Any, instructions: str | None,
+                 tags: dict[str, str], mcprec_version: str, message_count: int = 0,
+                 duration_ns: int = 0) -> None:
+        self.id = id
+        self.name = name
+        self.transport = transport
+        self._target = target
+        self.started_at = started_at
+        self.ended_at = ended_at
+        self.status = status
+        self.exit_code = exit_code
+        self.protocol_version = protocol_version
+        self._client_info = client_info
+        self._server_info = server_info
+        self._client_capabilities = client_capabilities
+        self._server_capabilities = server_capabilities
+        self.instructions = instructions
+        self._tags = tags
+        self.mcprec_version = mcprec_version
+        self.message_count = message_count
+        self.duration_ns = duration_ns
+        self._texts: dict[str, str] | None = None
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> Session:
+        """A session from a row of ``_SESSION_COLUMNS`` and its two counts; its JSON texts are
+        parsed when first read."""
+        (id_, name, transport, target, started, ended, status, exit_code, pv, ci, si, cc, sc,
+         instr, tags, version, count, duration) = row
+        session = cls(id_, name, transport, None, started, ended, status, exit_code, pv, None,
+                      None, None, None, instr, {}, version, count, duration)
+        texts = {"target": target, "client_info": ci, "server_info": si,
+                 "client_capabilities": cc, "server_capabilities": sc}
+        if tags not in (None, "{}"):  # the usual: no tags, known without a parser
+            texts["tags"] = tags
+        session._texts = {k: v for k, v in texts.items() if v is not None}
+        return session
+
+    def _parsed(self, field: str) -> Any:
+        text = self._texts.get(field) if self._texts else None
+        if text is not None:  # parsed before the text is dropped: safe to race in threads
+            value = orjson.loads(text)
+            setattr(self, f"_{field}", value if value is not None or field != "tags" else {})
+            self._texts.pop(field, None)  # type: ignore[union-attr]
+        return getattr(self, f"_{field}")
+
+    target = _Parsed()
+    client_info = _Parsed()
+    server_info = _Parsed()
+    client_capabilities = _Parsed()
+    server_capabilities = _Parsed()
+    tags = _Parsed()
 
     @property
     def server_label(self) -> str:
@@ -312,15 +390,6 @@ _LOOKUP_RAW = f"CASE WHEN length(raw) > {STORED_APART} THEN length(raw) ELSE raw
 
 # ISO 8601 UTC texts of one format sort as times do
 _LATEST = ("coalesce(s.ended_at, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) DESC, s.id DESC")
-
-
-def _session(row: tuple[Any, ...]) -> Session:
-    (id_, name, transport, target, started, ended, status, exit_code, pv, ci, si, cc, sc, instr,
-     tags, version, count, duration) = row
-    return Session(
-        id_, name, transport, _loads(target), started, ended, status, exit_code, pv, _loads(ci),
-        _loads(si), _loads(cc), _loads(sc), instr, _loads(tags) or {}, version, count, duration,
-    )
 
 
 def message_from_row(row: tuple[Any, ...], cassette: Cassette | None = None) -> Message:
@@ -585,7 +654,7 @@ class Cassette:
         rows = self._conn.execute(
             f"SELECT {_SESSION_COLUMNS}, {_SESSION_STATS} FROM sessions s ORDER BY s.id"
         ).fetchall()
-        return [_session(r) for r in rows]
+        return [Session.from_row(r) for r in rows]
 
     @_translated
     def session(self, name: str | None = None, *, stats: bool = True) -> Session:
@@ -603,7 +672,7 @@ class Cassette:
             ).fetchone()
             if row is None:
                 raise SessionNotFoundError(f"cassette {self.path} holds no sessions yet")
-            return _session(row)
+            return Session.from_row(row)
         row = self._conn.execute(
             f"SELECT {_SESSION_COLUMNS}, {counts} FROM sessions s WHERE s.name = ?",
             (name,),
@@ -617,7 +686,7 @@ class Cassette:
                 f"cassette {self.path} has no session {name!r} (sessions: {hint}); "
                 f"see `mcprec sessions {self.path}`"
             )
-        return _session(row)
+        return Session.from_row(row)
 
     @_translated
     def sessions_latest_first(self, *, stats: bool = True) -> list[Session]:
@@ -627,7 +696,7 @@ class Cassette:
         rows = self._conn.execute(
             f"SELECT {_SESSION_COLUMNS}, {counts} FROM sessions s ORDER BY {_LATEST}"
         ).fetchall()
-        return [_session(r) for r in rows]
+        return [Session.from_row(r) for r in rows]
 
     @_translated
     def session_by_id(self, session_id: int) -> Session:
@@ -636,7 +705,7 @@ class Cassette:
         ).fetchone()
         if row is None:
             raise SessionNotFoundError(f"cassette {self.path} has no session #{session_id}")
-        return _session(row)
+        return Session.from_row(row)
 
     def create_session(
         self,

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from .. import _log, wire
+from .._plain import Plain
 from ..cassette import Cassette, Message, Session
 from ..cassette.store import StoredMessage, StoredText
 from ..errors import NoMatchError, ReplayError, UsageError
@@ -68,11 +69,12 @@ Unmatched = Callable[[dict[str, "Any"], NoMatchError], bool]
 (the live fallback); False lets the engine answer it."""
 
 
-class ReplayStats:
+class ReplayStats(Plain):
     """What a replay answered. A plain class, not a dataclass: building the dataclass was
     0.6-0.7 ms of CPU at every replay's start-up (with its repr and equality kept)."""
 
     __slots__ = ("requests", "matched", "repeated", "unmatched", "unanswered", "forwarded")
+    _FIELDS = __slots__
 
     def __init__(self, requests: int = 0, matched: int = 0, repeated: int = 0,
                  unmatched: list[dict[str, Any]] | None = None,
@@ -85,21 +87,6 @@ class ReplayStats:
         """Matched requests the recording has no usable answer for (the server exited, the
         session was cut off, the answer was recorded truncated), with the reason."""
         self.forwarded = forwarded
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (self.requests, self.matched, self.repeated, self.unmatched, self.unanswered,
-                self.forwarded)
-
-    def __repr__(self) -> str:
-        return ("ReplayStats(" + ", ".join(f"{k}={v!r}" for k, v in zip(self.__slots__,
-                                                                         self._fields())) + ")")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ReplayStats) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]  # as a dataclass with eq: unhashable
 
 
 error_response = wire.error_message
@@ -316,6 +303,10 @@ class Playback:
             return  # the recorded server has exited: nobody is listening
         if self.faults is None and self._sent_as_recorded(raw):
             return
+        method = wire.bare_notification(raw)
+        if method is not None:  # e.g. notifications/initialized: no parser needed
+            self._notification({"jsonrpc": "2.0", "method": method})
+            return
         c = wire.classify(raw)
         if c.kind == wire.REQUEST:
             if c.method in METHOD_ONLY:  # matched on the method alone: nothing to redact
@@ -487,8 +478,6 @@ class Playback:
                 if not found.repeated:
                     self._spawn(self._followers(req.seq), (started, req.t_ns))
                 return
-        if obj is None:
-            obj = wire.loads(raw)
         answered = bool(script) and script[-1].reply_to == req.seq
         if script:
             last = script[-1]
@@ -511,17 +500,21 @@ class Playback:
 
         def done(run: _Run) -> None:
             if not answered:
-                self._unanswered(play, obj, key)
+                self._unanswered(play, obj if obj is not None else wire.loads(raw), key)
             elif self._plays.get(key) is play:
                 del self._plays[key]
             # what the server then sent on its own (e.g. list_changed) comes after the answer
             if not found.repeated:
                 self._spawn(self._followers(req.seq), (started, req.t_ns))
 
-        token = wire.progress_token_value(obj.get("params"))
+        if obj is None and (b'"_meta"' in raw or b"\\u" in raw or (
+                req.method == "initialize" and not _same_bytes(raw, req))):
+            obj = wire.loads(raw)  # matched by its bytes, but what follows needs it parsed
+        # else: no progress token (no _meta, even escaped), the very version recorded
+        token = wire.progress_token_value(obj.get("params")) if obj is not None else None
         run = _Run(script, (started, req.t_ns), rid, token, key, play, done)
         play.run = run
-        if req.method == "initialize":
+        if req.method == "initialize" and obj is not None:
             run.version = self._check_version(obj, req, script)
         self._runs.add(run)
         if fault is not None:
@@ -993,6 +986,12 @@ class Playback:
             **({"faults": self.faults.report()} if self.faults is not None else {}),
             **({"protocol_version": self.versions} if self.versions is not None else {}),
         }
+
+
+def _same_bytes(raw: bytes, req: Message) -> bool:
+    """Whether ``raw`` is the recorded request ``req`` but for its id."""
+    cut, recorded = wire.id_cut(raw), wire.id_cut(req.raw)
+    return cut is not None and recorded is not None and cut[0] == recorded[0]
 
 
 def _with_id(m: Message, rid: Any) -> bytes | StoredText:
