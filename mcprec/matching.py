@@ -275,9 +275,14 @@ class Matcher:
         known = by_cut.get(cut[0])
         if known is None:
             method = self._method_only_cuts().get(cut[0])
-            if method is None:
+            if method is not None:
+                known = ("", method)  # as ``match`` takes it: by its method alone
+            elif self._end is None:  # the first other request: read the first window, as
+                self._end = self.cassette.last_seq(self.session) + 1  # ``match`` would
+                self._read_window()
+                known = by_cut.get(cut[0])
+            if known is None:
                 return None
-            known = ("", method)  # as ``match`` takes it: by its method alone
         try:
             rid = wire.id_value(cut[1])
         except orjson.JSONDecodeError:

@@ -158,3 +158,27 @@ def test_a_session_reads_its_json_columns_when_asked(tmp_path: Path) -> None:
         assert session == again and repr(session) == repr(again)
         assert session.client_info == {"name": "t", "version": "1"}
         assert session.server_label == "s 1" and session.target_label == "server"
+
+
+def test_a_session_sent_as_recorded_is_never_parsed_to_be_matched(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """initialize, notifications/initialized, then the first keyed request (which reads the
+    first window): each matched by its bytes, none parsed by ``wire.classify``."""
+    from mcprec.cassette import Cassette
+    from mcprec.replay.playback import Playback, candidates
+
+    path = _cassette(tmp_path)
+    classified: list[bytes] = []
+    real = wire.classify
+    monkeypatch.setattr(wire, "classify", lambda raw: classified.append(raw) or real(raw))
+    with Cassette.open(path) as c:
+        pb = Playback(c, candidates(c, None))
+        pb.start()
+        got = []
+        for sent in (INITIALIZE.replace(b'"id":0', b'"id":"a"'), INITIALIZED,
+                     b'{"jsonrpc":"2.0","id":9,"method":"tools/list"}'):
+            pb.receive(sent)
+            got += [bytes(data) for data, _ in pb.take()]
+        assert got == [ANSWER.replace(b'"id":0', b'"id":"a"'),
+                       b'{"jsonrpc":"2.0","id":9,"result":{"tools":[]}}']
+        assert pb.report()["matched"] == 2 and classified == []
