@@ -330,6 +330,19 @@ def id_span(head: bytes, size: int, tail: Callable[[int], bytes]) -> tuple[int, 
     return start + size - len(last), end + size - len(last)
 
 
+INVALID_ID = "Invalid Request: a request's id must be a string or an integer"
+"""The error message replay answers a request whose id MCP does not allow (every revision's
+``RequestId``); JSON-RPC calls for Invalid Request (-32600), with a null id."""
+
+
+def valid_request_id(rid: Any) -> bool:
+    """Whether MCP allows ``rid`` as a request's id: a string or an integer (``1e2`` and
+    ``1.0`` are integers as JSON Schema counts them; ``true``, ``null``, ``1.5``, objects and
+    arrays are not)."""
+    kind = type(rid)
+    return kind is int or kind is str or (kind is float and rid.is_integer())
+
+
 def id_text(rid: Any) -> str:
     """The canonical JSON text of a JSON-RPC id."""
     try:

@@ -305,6 +305,14 @@ def test_replay_malformed_json_is_400_parse_error(replay: Any) -> None:
     assert r.json()["error"]["code"] == -32700
 
 
+def test_replay_request_id_mcp_does_not_allow_is_400_invalid_request(replay: Any) -> None:
+    """An id that is neither a string nor an integer gets 400 and Invalid Request (-32600)."""
+    r = httpx.post(replay.url, content=b'{"jsonrpc":"2.0","id":true,"method":"initialize",'
+                   b'"params":{}}', headers=ACCEPT, timeout=10)
+    assert r.status_code == 400
+    assert r.json()["id"] is None and r.json()["error"]["code"] == -32600
+
+
 def test_replay_wrong_origin_is_403(replay: Any) -> None:
     """A browser Origin that is not local is refused with 403."""
     r = httpx.post(replay.url, json=INIT, headers={**ACCEPT, "origin": "http://evil.example"},

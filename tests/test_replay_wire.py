@@ -181,6 +181,22 @@ def test_not_json_gets_a_parse_error_and_replay_goes_on(sdk_recordings: SimpleNa
     assert c.recv()["result"] == sdk_recordings.main.live.results["add"]
 
 
+@pytest.mark.parametrize("rid", [b"true", b"null", b"{}", b"[1]", b"1.5"])
+def test_a_request_whose_id_mcp_does_not_allow_gets_invalid_request(
+        sdk_recordings: SimpleNamespace, client: Any, rid: bytes) -> None:
+    """MCP's ids are strings or integers: anything else gets -32600 with a null id (it was
+    answered as a request), and replay goes on."""
+    c = client()
+    c.initialize()
+    c.send(b'{"jsonrpc":"2.0","id":' + rid + b',"method":"ping"}')
+    answer = c.recv()
+    assert answer["id"] is None and answer["error"]["code"] == -32600, answer
+    c.send(b'{"jsonrpc":"2.0","id":1e1,"method":"ping"}')  # an integer, as JSON Schema counts
+    assert c.recv() == {"jsonrpc": "2.0", "id": 10, "result": {}}
+    c.send(call(3, "add", {"a": 2, "b": 3}))
+    assert c.recv()["result"] == sdk_recordings.main.live.results["add"]
+
+
 def test_replay_exits_when_the_client_closes_stdin(client: Any) -> None:
     """Closing stdin ends the replay promptly with exit code 0."""
     c = client()

@@ -252,6 +252,9 @@ class ReplayApp:
             code, msg = (-32700, "Parse error") if c.obj is None else (-32600, "Invalid Request")
             await send_simple(send, 400, _error(None, code, msg))
             return
+        if c.kind == wire.REQUEST and not wire.valid_request_id(c.obj["id"]):
+            await send_simple(send, 400, _error(None, -32600, wire.INVALID_ID))
+            return
         if c.kind == wire.BATCH:
             await send_simple(send, 400, _error(None, -32600, "mcprec: batches are not replayed "
                                                 "over HTTP; send one message per POST"))

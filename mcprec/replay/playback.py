@@ -309,6 +309,9 @@ class Playback:
             return
         c = wire.classify(raw)
         if c.kind == wire.REQUEST:
+            if not wire.valid_request_id(c.obj["id"]):
+                self.send(error_response(None, -32600, wire.INVALID_ID), None)
+                return
             if c.method in METHOD_ONLY:  # matched on the method alone: nothing to redact
                 self._request(c.obj, c.obj)
                 return
