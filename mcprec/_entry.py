@@ -69,7 +69,22 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
+def _std_fds() -> None:
+    """Open /dev/null on fd 0, 1 or 2 where whoever started us closed it (a shell's ``1>&-``):
+    else the first file opened (a cassette, a pipe to the server) takes that number and is
+    read or written as if it were stdin or stdout. Python leaves ``sys.stdout`` None then."""
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
+            if getattr(sys, name) is None:
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
+
+
 def main(argv: list[str] | None = None) -> None:
+    if argv is None:  # the process is ours
+        _std_fds()
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["replay"]:
         code = _fast_replay(args[1:])

@@ -226,3 +226,43 @@ def test_scan_of_an_unreadable_cassette_exits_2_not_1(sdk_recordings: Any, tmp_p
     both = subprocess.run([*MCPREC, "scan", str(junk), str(sdk_recordings.main.cassette)],
                           capture_output=True, timeout=30)
     assert both.returncode == 2 and "1 of 2 cassettes could not be scanned" in both.stderr.decode()
+
+
+# --- started with a standard stream closed ----------------------------------------------------
+
+
+def _closed(which: str, *argv: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """``argv`` started by a shell with fd 0, 1 or 2 closed (``1>&-``)."""
+    return subprocess.run(["sh", "-c", f'exec "$@" {which}>&-', "sh", *argv], input=stdin,
+                          capture_output=which != "1", timeout=60, check=False)
+
+
+@pytest.mark.parametrize("which", ["0", "1", "2"])
+def test_record_with_a_standard_stream_closed(tmp_path: Path, which: str) -> None:
+    """No traceback, and the cassette is not taken for stdout: a closed stream is /dev/null
+    (the first file opened used to take its number: the recorder wrote into the cassette's
+    place and mcprec ended on `sys.stdout` being None)."""
+    from helpers import LINE_SERVER
+
+    cassette = tmp_path / "c.db"
+    request = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'
+    done = _closed(which, *MCPREC, "record", "-c", str(cassette), "--",
+                   sys.executable, str(LINE_SERVER), stdin=request)
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in (done.stderr or b"")
+    with open_cassette(cassette) as c:
+        s = c.session()
+        assert s.status == "complete"
+        expected = [] if which == "0" else ["1", "1"]
+        assert [m.rpc_id for m in c.messages(s)] == expected
+
+
+@pytest.mark.parametrize("which", ["0", "1", "2"])
+def test_replay_with_a_standard_stream_closed(sdk_recordings: Any, which: str) -> None:
+    done = _closed(which, *MCPREC, "replay", str(sdk_recordings.main.cassette), "-s",
+                   sdk_recordings.main.session,
+                   stdin=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in (done.stderr or b"")
+    if which == "2":
+        assert done.stdout == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'

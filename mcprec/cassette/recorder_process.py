@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 import orjson
 
 from .. import _log, wire
+from ..errors import CassetteError
 from . import schema
 from .writer import AUTO, redacted_head
 
@@ -799,7 +800,11 @@ def _main(path: str) -> int:
 if __name__ == "__main__":
     _log.to_stderr()
     sys.stdout.flush()
-    code = _main(sys.argv[1])
+    try:
+        code = _main(sys.argv[1])
+    except CassetteError as e:  # e.g. the cassette was removed before the recorder opened it
+        print(f"mcprec: the recorder cannot write: {e}", file=sys.stderr)
+        code = 1
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # nothing left to tear down: skip the interpreter's shutdown
