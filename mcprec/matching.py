@@ -294,9 +294,11 @@ class Matcher:
         holds = self._keys_hold.get(method)
         if holds is None:
             # once per method: a key stored by another mcprec version (another hash) is not
-            # trusted; ``match`` then reports it as such
-            holds = self._keys_hold[method] = wire.match_key(
-                method, wire.loads(raw).get("params"), has_meta=b'"_meta"' in raw) == known[1]
+            # trusted; ``match`` then reports it as such. A session recorded with this
+            # mcprec's scheme needs no key made to know it (nor orjson to make one)
+            holds = self._keys_hold[method] = self.session.key_scheme == wire.KEY_SCHEME or \
+                wire.match_key(method, wire.loads(raw).get("params"),
+                               has_meta=b'"_meta"' in raw) == known[1]
         if not holds:
             return None
         found = self._take(known, lambda: self._seqs_for_key(*known))

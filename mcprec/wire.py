@@ -505,6 +505,13 @@ def canonical_params(params: Any, *, has_meta: bool = True) -> bytes:
 
 _sha256: Any = None
 
+KEY_SCHEME = "1"
+"""Which ``match_key`` made a session's stored keys (``sessions.key_scheme``). Replay trusts
+stored keys of this scheme without making one itself, which needs orjson (15-19 ms of a
+replay's start): a client sending what it sent when recording is answered with no JSON parser
+at all. Change it whenever ``match_key``'s output changes (tests/test_key_scheme.py holds a
+few outputs, and fails then)."""
+
 
 def match_key(method: str, params: Any, *, has_meta: bool = True) -> str:
     """A short stable hash of method + canonical params, indexed in the cassette.

@@ -164,6 +164,7 @@ def test_a_stale_stored_key_is_not_trusted_by_bytes(tmp_path: Path) -> None:
     _many(cassette)
     with sqlite3.connect(cassette) as conn:
         conn.execute("UPDATE messages SET match_key = 'other' WHERE method = 'tools/call'")
+        conn.execute("UPDATE sessions SET key_scheme = NULL")  # as recorded by that version
     conn.close()
     out, report = _played(cassette, [INIT, _request(5, "call 1"), _request(6, "call 2")])
     assert len(report["unmatched"]) == 2 and report["matched"] == 1

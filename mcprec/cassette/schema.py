@@ -150,12 +150,20 @@ CREATE TABLE session_backpressure (
 """
 
 
+_KEY_SCHEME = """
+-- Which match_key made the session's stored keys (wire.KEY_SCHEME): replay trusts the keys of
+-- its own scheme without making them again. NULL (sessions recorded before): checked.
+ALTER TABLE sessions ADD COLUMN key_scheme TEXT;
+"""
+
+
 MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _INITIAL),
     ("0002_waits_for", _WAITS_FOR),
     ("0003_waits_for_backfill", _backfill_waits_for),
     ("0004_redaction_manifest", _REDACTION),
     ("0005_backpressure", _BACKPRESSURE),
+    ("0006_key_scheme", _KEY_SCHEME),
 ]
 
 WAITS_FOR_VERSION = 2
@@ -164,6 +172,8 @@ REDACTION_VERSION = 4
 """The first format version with ``session_redaction`` and ``redaction_salt``."""
 BACKPRESSURE_VERSION = 5
 """The first format version with ``session_backpressure``."""
+KEY_SCHEME_VERSION = 6
+"""The first format version whose ``sessions`` has ``key_scheme``."""
 
 FORMAT_VERSION = len(MIGRATIONS)
 

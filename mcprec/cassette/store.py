@@ -41,7 +41,7 @@ _SESSION_FIELDS = (
     "id", "name", "transport", "target", "started_at", "ended_at", "status", "exit_code",
     "protocol_version", "client_info", "server_info", "client_capabilities",
     "server_capabilities", "instructions", "tags", "mcprec_version", "message_count",
-    "duration_ns",
+    "duration_ns", "key_scheme",
 )
 # the columns stored as JSON texts, parsed when first read: replay reads ``tags`` alone of them,
 # and parsing them all at the start was the one use of orjson before replay's first answer
@@ -81,13 +81,15 @@ class Session(Plain):
     mcprec_version: str
     message_count: int
     duration_ns: int
+    key_scheme: str | None
+    """Which ``wire.match_key`` made the stored keys (``wire.KEY_SCHEME``); None: unknown."""
 
     def __init__(self, id: int, name: str, transport: str, target: Any, started_at: str,
                  ended_at: str | None, status: str, exit_code: int | None,
                  protocol_version: str | None, client_info: Any, server_info: Any,
                  client_capabilities: Any, server_capabilities: Any, instructions: str | None,
                  tags: dict[str, str], mcprec_version: str, message_count: int = 0,
-                 duration_ns: int = 0) -> None:
+                 duration_ns: int = 0, key_scheme: str | None = None) -> None:
         self.id = id
         self.name = name
         self.transport = transport
@@ -106,6 +108,7 @@ class Session(Plain):
         self.mcprec_version = mcprec_version
         self.message_count = message_count
         self.duration_ns = duration_ns
+        self.key_scheme = key_scheme
         self._texts: dict[str, str] | None = None
 
     @classmethod
@@ -113,9 +116,9 @@ class Session(Plain):
         """A session from a row of ``_SESSION_COLUMNS`` and its two counts; its JSON texts are
         parsed when first read."""
         (id_, name, transport, target, started, ended, status, exit_code, pv, ci, si, cc, sc,
-         instr, tags, version, count, duration) = row
+         instr, tags, version, scheme, count, duration) = row
         session = cls(id_, name, transport, None, started, ended, status, exit_code, pv, None,
-                      None, None, None, instr, {}, version, count, duration)
+                      None, None, None, instr, {}, version, count, duration, scheme)
         texts = {"target": target, "client_info": ci, "server_info": si,
                  "client_capabilities": cc, "server_capabilities": sc}
         if tags not in (None, "{}"):  # the usual: no tags, known without a parser
@@ -373,8 +376,10 @@ else:  # made with collections: typing is not imported at run time
 _SESSION_COLUMNS = (
     "s.id, s.name, s.transport, s.target, s.started_at, s.ended_at, s.status, s.exit_code, "
     "s.protocol_version, s.client_info, s.server_info, s.client_capabilities, "
-    "s.server_capabilities, s.instructions, s.tags, s.mcprec_version"
+    "s.server_capabilities, s.instructions, s.tags, s.mcprec_version, s.key_scheme"
 )
+# a cassette of format 5 or older opened read-only cannot be migrated: read it without the column
+_SESSION_COLUMNS_V5 = _SESSION_COLUMNS.replace("s.key_scheme", "NULL AS key_scheme")
 _SESSION_STATS = (
     "(SELECT count(*) FROM messages m WHERE m.session_id = s.id), "
     "(SELECT coalesce(max(m.t_ns), 0) FROM messages m WHERE m.session_id = s.id)"
@@ -622,8 +627,11 @@ class Cassette:
     def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
         self.path = path
         self._conn = conn
-        current = (schema.read_format_version(conn) or 0) >= schema.WAITS_FOR_VERSION
-        self._cols = _MESSAGE_COLUMNS if current else _MESSAGE_COLUMNS_V1
+        version = schema.read_format_version(conn) or 0
+        self._cols = _MESSAGE_COLUMNS if version >= schema.WAITS_FOR_VERSION \
+            else _MESSAGE_COLUMNS_V1
+        self._session_cols = _SESSION_COLUMNS if version >= schema.KEY_SCHEME_VERSION \
+            else _SESSION_COLUMNS_V5
         self._lookup = self._cols.replace(", raw, ", f", {_LOOKUP_RAW}, ")
 
     @classmethod
@@ -652,7 +660,7 @@ class Cassette:
     def sessions(self) -> list[Session]:
         """All sessions, oldest first."""
         rows = self._conn.execute(
-            f"SELECT {_SESSION_COLUMNS}, {_SESSION_STATS} FROM sessions s ORDER BY s.id"
+            f"SELECT {self._session_cols}, {_SESSION_STATS} FROM sessions s ORDER BY s.id"
         ).fetchall()
         return [Session.from_row(r) for r in rows]
 
@@ -667,14 +675,14 @@ class Cassette:
         counts = _SESSION_STATS if stats else "0, 0"
         if name is None:
             row = self._conn.execute(
-                f"SELECT {_SESSION_COLUMNS}, {counts} FROM sessions s "
+                f"SELECT {self._session_cols}, {counts} FROM sessions s "
                 f"ORDER BY {_LATEST} LIMIT 1"
             ).fetchone()
             if row is None:
                 raise SessionNotFoundError(f"cassette {self.path} holds no sessions yet")
             return Session.from_row(row)
         row = self._conn.execute(
-            f"SELECT {_SESSION_COLUMNS}, {counts} FROM sessions s WHERE s.name = ?",
+            f"SELECT {self._session_cols}, {counts} FROM sessions s WHERE s.name = ?",
             (name,),
         ).fetchone()
         if row is None:
@@ -694,14 +702,14 @@ class Cassette:
         and duration, which read every message), they cost one index look-up each."""
         counts = _SESSION_STATS if stats else "0, 0"
         rows = self._conn.execute(
-            f"SELECT {_SESSION_COLUMNS}, {counts} FROM sessions s ORDER BY {_LATEST}"
+            f"SELECT {self._session_cols}, {counts} FROM sessions s ORDER BY {_LATEST}"
         ).fetchall()
         return [Session.from_row(r) for r in rows]
 
     @_translated
     def session_by_id(self, session_id: int) -> Session:
         row = self._conn.execute(
-            f"SELECT {_SESSION_COLUMNS}, 0, 0 FROM sessions s WHERE s.id = ?", (session_id,)
+            f"SELECT {self._session_cols}, 0, 0 FROM sessions s WHERE s.id = ?", (session_id,)
         ).fetchone()
         if row is None:
             raise SessionNotFoundError(f"cassette {self.path} has no session #{session_id}")
@@ -721,11 +729,11 @@ class Cassette:
         try:
             self._conn.execute(
                 "INSERT INTO sessions (name, transport, target, started_at, tags, mcprec_version, "
-                "recorder_pid, recorder_host) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "recorder_pid, recorder_host, key_scheme) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     name, transport, orjson.dumps(target).decode(), started_at or schema.now_iso(),
                     orjson.dumps(tags or {}).decode(), __version__, recorder_pid,
-                    _hostname() if recorder_pid else None,
+                    _hostname() if recorder_pid else None, wire.KEY_SCHEME,
                 ),
             )
         except sqlite3.IntegrityError as e:

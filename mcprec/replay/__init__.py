@@ -206,7 +206,7 @@ def check_report_path(report: str | os.PathLike[str] | None) -> None:
 
 def _write_report(report: str | os.PathLike[str], engines: list[Any], faults: Any = None
                   ) -> None:
-    import orjson
+    import json  # not orjson: a replay whose requests all came as recorded never imports it
 
     data: Any = engines[0].report() if len(engines) == 1 else {
         "sessions": [e.report() for e in engines],
@@ -215,7 +215,7 @@ def _write_report(report: str | os.PathLike[str], engines: list[Any], faults: An
         "unanswered": [u for e in engines for u in e.report()["unanswered"]],
         **({"faults": faults.report()} if faults else {}),
     }
-    Path(report).write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    Path(report).write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
 def replay_http(

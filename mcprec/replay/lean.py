@@ -55,7 +55,6 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
     writing = False
     eof_at: float | None = None
     gone = False
-    warm: bool | None = None  # see _warm_up
 
     def collect() -> None:
         for data, _ in playback.take():
@@ -97,9 +96,6 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
             if eof_at is not None and deadline is None:
                 deadline = eof_at + DRAIN_TIMEOUT_S
             timeout = None if deadline is None else max(0, int((deadline - now) * 1000) + 1)
-            if warm and not out and not later and not poller.poll(0):
-                warm = False  # the client is busy with our answers: import what comes next
-                _warm_up()
             for fd, ev in poller.poll(timeout):
                 if fd == stdin_fd:
                     data = os.read(stdin_fd, READ_SIZE) if ev & (_IN | _GONE) else b""
@@ -113,8 +109,6 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
                     gone = True
             if gone:
                 break
-            if warm is None and lines:
-                warm = True  # after the first answer (initialize), not before
             for line in lines:
                 playback.receive(line)
                 # each answer goes out as soon as it is ready, not with the rest of the batch:
@@ -141,18 +135,6 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
         os.set_blocking(stdout_fd, blocking)
         if playback.ended:  # the recorded server exited: the client sees its end of file now
             os.close(stdout_fd)
-
-
-def _warm_up() -> None:
-    """Import what the requests after ``initialize`` need (orjson, hashlib for the keys): the
-    first answer needs neither when ``initialize`` is sent as recorded, so they are imported
-    once it is out and the client is busy reading it, instead of before it (15-19 ms) or at
-    the client's next request."""
-    import hashlib  # noqa: F401 - wire.match_key's first call then finds it imported
-
-    from .._lazy import orjson
-
-    orjson.loads  # noqa: B018 - the first attribute asked imports it
 
 
 def _drained(playback: Playback, since_eof: float) -> bool:
