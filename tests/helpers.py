@@ -22,6 +22,11 @@ LINE_SERVER = PEERS / "line_server.py"
 EVERYTHING_VERSION = "2026.8.31"
 EVERYTHING_DIR = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything"
 MCPREC = [sys.executable, "-m", "mcprec"]
+# an initialize and its answer, compact as the SDKs write them (tests of matching by bytes)
+INITIALIZE_LINE = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
+                   b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}')
+INITIALIZE_ANSWER_LINE = (b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18",'
+                          b'"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}')
 
 # the client's side of a recorded session whose one tools/call has a large answer
 # (test_replay_large.py over stdio, test_http_replay_large.py over HTTP)

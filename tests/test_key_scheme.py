@@ -12,15 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import REPO
+from helpers import INITIALIZE_ANSWER_LINE, INITIALIZE_LINE, REPO
 
 from mcprec import wire
 from mcprec.cassette import FORMAT_VERSION, open_cassette, open_session_writer
 
-INITIALIZE = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
-              b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}')
-ANSWER = (b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18",'
-          b'"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}')
+INITIALIZE, ANSWER = INITIALIZE_LINE, INITIALIZE_ANSWER_LINE
 CALL = b'{"method":"tools/call","params":{"name":"echo","arguments":{"i":1}},"jsonrpc":"2.0","id":1}'
 RESULT = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"1"}]}}'
 

@@ -15,17 +15,14 @@ from pathlib import Path
 
 import orjson
 import pytest
-from helpers import REPO
+from helpers import INITIALIZE_ANSWER_LINE, INITIALIZE_LINE, REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcprec import wire
 from mcprec.cassette import open_cassette, open_session_writer
 
-INITIALIZE = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
-              b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}')
-ANSWER = (b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18",'
-          b'"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}')
+INITIALIZE, ANSWER = INITIALIZE_LINE, INITIALIZE_ANSWER_LINE
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
 
