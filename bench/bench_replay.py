@@ -188,9 +188,10 @@ def main() -> None:
     before_small = small
     if args.baseline:  # written by the baseline: it may not read this tree's cassette format
         before_small = tmp / "before-small.db"
+        source = str(Path(args.baseline).resolve())
         subprocess.run([sys.executable, __file__, "--make", str(before_small), str(n),
                         str(max(0, 500 - n))], check=True,
-                       env={**os.environ, "MCPREC_BENCH_SOURCE": str(Path(args.baseline).resolve())})
+                       env={**os.environ, "MCPREC_BENCH_SOURCE": source})
     make_cassette(big, n, 50_000 - n)
     echo = [sys.executable, str(HERE / "echo_server.py")]
     replay = [sys.executable, "-m", "mcprec", "replay"]
@@ -227,7 +228,7 @@ def main() -> None:
         """The median of the rounds' own ratios: each round runs every configuration once, so
         a machine whose speed drifts from round to round disturbs it less than a ratio of
         medians taken from different rounds."""
-        return statistics.median(x / y for x, y in zip(res[a], res[b]))
+        return statistics.median(x / y for x, y in zip(res[a], res[b], strict=True))
 
     ratio = paired("replay_small", "live")
     scaling = paired("replay_small", "replay_big")  # time ratio big/small

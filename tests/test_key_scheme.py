@@ -18,7 +18,8 @@ from mcprec import wire
 from mcprec.cassette import FORMAT_VERSION, open_cassette, open_session_writer
 
 INITIALIZE, ANSWER = INITIALIZE_LINE, INITIALIZE_ANSWER_LINE
-CALL = b'{"method":"tools/call","params":{"name":"echo","arguments":{"i":1}},"jsonrpc":"2.0","id":1}'
+CALL = (b'{"method":"tools/call","params":{"name":"echo","arguments":{"i":1}},"jsonrpc":"2.0",'
+        b'"id":1}')
 RESULT = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"1"}]}}'
 
 
