@@ -182,6 +182,23 @@ def witnessed(wire_dir: str | os.PathLike[str], *server_argv: str) -> list[str]:
     return [sys.executable, str(WITNESS), str(wire_dir), "--", *server_argv]
 
 
+def copy_cassette(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:
+    """A copy of the cassette ``src`` at ``dst``, whole: once its recordings are complete (the
+    recorder outlives ``mcprec record`` and may still be committing), through SQLite's backup
+    (what is still in the WAL comes too). Copying the file alone could miss both."""
+    import sqlite3
+
+    from mcprec.cassette import Cassette
+
+    with Cassette.open(src) as c:
+        target = sqlite3.connect(dst)
+        try:
+            c.connection.backup(target)
+        finally:
+            target.close()
+    return Path(dst)
+
+
 def record_scenario(cassette: str | os.PathLike[str], session: str, server_argv: Sequence[str],
                     scenario: Scenario, *, env: dict[str, str] | None = None,
                     timeout: float = 60) -> ClientRun:

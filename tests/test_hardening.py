@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
-from helpers import MCPREC, REPO
+from helpers import MCPREC, REPO, copy_cassette
 
 from mcprec import wire
 from mcprec.cassette import open_cassette, open_session_writer
@@ -195,10 +195,7 @@ def test_verify_against_a_dead_server_is_one_line_at_once(sdk_recordings: Any, t
                                                           how: str) -> None:
     """A server that exits at start, or a --target that refuses: verify says so in one line
     with exit 2 (trouble) at once, not after waiting --timeout for every request."""
-    import shutil
-
-    cassette = tmp_path / "c.db"
-    shutil.copy(sdk_recordings.main.cassette, cassette)
+    cassette = copy_cassette(sdk_recordings.main.cassette, tmp_path / "c.db")
     server = (["--", sys.executable, "-c", "import sys; print('boom', file=sys.stderr); "
                "sys.exit(3)"] if how == "exits" else ["--target", "http://127.0.0.1:1/mcp"])
     t0 = time.monotonic()

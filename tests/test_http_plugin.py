@@ -6,7 +6,6 @@ modes, the fixture as a recording proxy in front of the real HTTP server."""
 from __future__ import annotations
 
 import contextlib
-import shutil
 import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from helpers import dump
+from helpers import copy_cassette, dump
 from http_helpers import run_http_session, run_sync, start_proxy, start_sdk_http
 from plugin_helpers import INNER_ARGS
 from plugin_helpers import no_mode_from_the_environment  # noqa: F401 - autouse here too
@@ -94,7 +93,7 @@ def test_fixture_resolves_relative_cassette(pytester: pytest.Pytester,
                                             recorded: SimpleNamespace) -> None:
     """A relative cassette path is taken from the test file's directory."""
     (pytester.path / "cassettes").mkdir()
-    shutil.copy(recorded.cassette, pytester.path / "cassettes" / "add.db")
+    copy_cassette(recorded.cassette, pytester.path / "cassettes" / "add.db")
     pytester.makepyfile(CLIENT + '''
 
 @pytest.mark.mcprec(cassette="cassettes/add.db", session="plugin")

@@ -4,7 +4,6 @@ when its replay had a request with no recorded match, or when it recorded nothin
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from helpers import PEERS
+from helpers import PEERS, copy_cassette
 from mcprec.matching import MatchOptions
 from mcprec.testing import replay_server
 from plugin_helpers import INNER_ARGS, SDK
@@ -85,7 +84,7 @@ def main_cassette(pytester: pytest.Pytester, sdk_recordings: SimpleNamespace) ->
     """The main SDK recording (add, counter three times and more) at the inner test's cassette."""
     cassette = inner_test(pytester, server=["false"])
     cassette.parent.mkdir(parents=True)
-    shutil.copy(sdk_recordings.main.cassette, cassette)
+    copy_cassette(sdk_recordings.main.cassette, cassette)
 
 
 @pytest.mark.usefixtures("main_cassette")

@@ -4,7 +4,6 @@ servers; the recordings are read back with show, verify and replay like any othe
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import MCPREC, PEERS, SDK_SERVER, dump, run_client, run_mcprec
+from helpers import MCPREC, SDK_SERVER, copy_cassette, dump, run_client, run_mcprec
 from http_helpers import start_sdk_http
 from mcprec.cassette import open_cassette
 from mcprec.script import load_scenario
@@ -97,7 +96,7 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def golden_copy(golden: Path, tmp_path: Path) -> Path:
     """A copy of the golden cassette, for tests that add sessions to it."""
-    return Path(shutil.copy(golden, tmp_path / "golden.db"))
+    return copy_cassette(golden, tmp_path / "golden.db")
 
 
 # --- what a scripted recording holds ----------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from helpers import PEERS, ClientRun, dump, record_scenario
+from helpers import PEERS, ClientRun, copy_cassette, dump, record_scenario
 from plugin_helpers import INNER_ARGS
 from plugin_helpers import no_mode_from_the_environment  # noqa: F401 - autouse here too
 
@@ -41,7 +41,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def project(pytester: pytest.Pytester, reference: Path) -> pytest.Pytester:
     """An inner project with the reference at cassettes/clock.db, next to its tests."""
     (pytester.path / "cassettes").mkdir()
-    (pytester.path / "cassettes" / "clock.db").write_bytes(reference.read_bytes())
+    copy_cassette(reference, pytester.path / "cassettes" / "clock.db")
     return pytester
 
 
