@@ -119,11 +119,10 @@ class Session(Plain):
          instr, tags, version, scheme, count, duration) = row
         session = cls(id_, name, transport, None, started, ended, status, exit_code, pv, None,
                       None, None, None, instr, {}, version, count, duration, scheme)
-        texts = {"target": target, "client_info": ci, "server_info": si,
-                 "client_capabilities": cc, "server_capabilities": sc}
-        if tags not in (None, "{}"):  # the usual: no tags, known without a parser
-            texts["tags"] = tags
-        session._texts = {k: v for k, v in texts.items() if v is not None}
+        if tags == "{}":  # the usual: no tags, known without a parser
+            tags = None
+        session._texts = {f: text for f, text in zip(_SESSION_JSON, (target, ci, si, cc, sc, tags),
+                                                     strict=True) if text is not None}
         return session
 
     def _parsed(self, field: str) -> Any:
