@@ -67,6 +67,16 @@ class Redactor(Protocol):
     def redact_text(self, text: str) -> str: ...
 
 
+def _whole(raw: bytes | bytearray, http: dict[str, Any] | None) -> bool:
+    """Whether a message is redacted and classified whole: all but a large one (not recorded
+    truncated), which is so around its payloads (``Recorder._large``)."""
+    return len(raw) <= LARGE_MESSAGE or bool(http and http.get("truncated"))
+
+
+_Added = tuple[str, int, "bytes | bytearray", "dict[str, Any] | None", "str | None"]
+"""A message as ``Recorder.add`` got it: direction, time, bytes, HTTP details, context."""
+
+
 class Recorder:
     """The synchronous core of recording one session: turns messages into rows (redacted,
     classified, paired, indexed) and commits them. Used from one thread at a time."""
@@ -81,6 +91,7 @@ class Recorder:
         self._redact = redact
         self._seq = first_seq
         self._bytes = 0
+        self._added: list[_Added] = []  # made into rows at commit, a batch at a time
         self._rows: list[tuple[Any, ...]] = []
         self._errs: list[tuple[Any, ...]] = []
         # (direction of the request, id text) -> (seq, method) of requests awaiting an answer
@@ -100,7 +111,7 @@ class Recorder:
     @property
     def pending(self) -> int:
         """Rows waiting for ``commit``."""
-        return len(self._rows) + len(self._errs)
+        return len(self._added) + len(self._rows) + len(self._errs)
 
     @property
     def pending_bytes(self) -> int:
@@ -110,7 +121,27 @@ class Recorder:
     def add(self, direction: str, t_ns: int, raw: bytes | bytearray,
             http: dict[str, Any] | None = None, context: str | None = AUTO) -> None:
         self._bytes += len(raw)
-        self._rows.append(self._row(self.session.id, direction, t_ns, raw, http, context))
+        self._added.append((direction, t_ns, raw, http, context))
+
+    def _make_rows(self) -> None:
+        """The rows of the messages added since the last commit, in order. Redaction looks at
+        the batch once (``redact_many``): only messages holding something it looks for are
+        redacted one by one."""
+        added, self._added = self._added, []
+        if not added:
+            return
+        sid = self.session.id
+        many = getattr(self._redact, "redact_many", None)
+        if many is None:
+            self._rows += [self._row(sid, d, t, raw, http, hint, False)
+                           for d, t, raw, http, hint in added]
+            return
+        # the messages _row redacts whole, as bytes; a large one is redacted around its payloads
+        clean = iter(many([bytes(raw) for _, _, raw, http, _ in added if _whole(raw, http)]))
+        for d, t, raw, http, hint in added:
+            whole = _whole(raw, http)
+            self._rows.append(self._row(sid, d, t, next(clean) if whole else raw, http, hint,
+                                        whole))
 
     def _insert(self, rows: list[tuple[Any, ...]]) -> None:
         """Small rows in one ``executemany``; a large message's row is created with a zeroblob
@@ -146,6 +177,10 @@ class Recorder:
     def commit(self) -> None:
         """Write what is pending in one transaction (retrying while another writer holds the
         lock). Errors are reported once and recording stops; forwarding is never affected."""
+        if self.error is None:
+            self._make_rows()
+        else:
+            self._added = []
         rows, self._rows = self._rows, []
         errs, self._errs = self._errs, []
         if (not rows and not errs and not self._meta) or self.error is not None:
@@ -204,21 +239,23 @@ class Recorder:
 
     def _row(
         self, sid: int, direction: str, t_ns: int, raw: bytes | bytearray,
-        http: dict[str, Any] | None, hint: str | None,
+        http: dict[str, Any] | None, hint: str | None, redacted: bool,
     ) -> tuple[Any, ...]:
+        """A message's row; ``redacted``: its bytes are redacted already."""
         seq = self._seq
         self._seq += 1
         other = (
             wire.SERVER_TO_CLIENT if direction == wire.CLIENT_TO_SERVER else wire.CLIENT_TO_SERVER
         )
         stored: Any
-        if len(raw) > LARGE_MESSAGE and not (http and http.get("truncated")):
+        if not _whole(raw, http):
             # redacted before anything else, as below
             stored, raw, c = self._large(raw, other)
         else:
             if type(raw) is not bytes:
                 raw = bytes(raw)
-            if self._redact is not None:  # before anything else: keys are of redacted params
+            if self._redact is not None and not redacted:
+                # before anything else: keys are of redacted params
                 raw = self._redact.redact(raw)
             c = wire.classify(raw)
             stored = raw
