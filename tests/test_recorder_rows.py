@@ -1,0 +1,149 @@
+"""The recorder's inserts (NULLs bound as stand-ins that NULLIF turns back, small raws bound as
+bytearrays, the messages' CHECK constraints checked in Python) store exactly the rows that a
+plain insert of the same values stores, and refuse what the schema refuses."""
+
+from __future__ import annotations
+
+import base64
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from mcprec.cassette import writer
+from mcprec.cassette.store import Cassette
+from mcprec.cassette.writer import Recorder
+from mcprec.redact import Redactor, Rules
+
+C, S = "client_to_server", "server_to_client"
+_PLAIN = (f"INSERT INTO messages ({', '.join(writer._INSERTED)}) "
+          f"VALUES ({', '.join('?' * len(writer._INSERTED))})")
+_TEXTS = {writer._INSERTED.index(c) for c in writer._NULLABLE_TEXT}
+_INTS = {writer._INSERTED.index(c) for c in writer._NULLABLE_INT}
+
+
+class PlainRecorder(Recorder):
+    """Inserts each row as it is, None as None and raw as bytes, with every CHECK: the
+    reference."""
+
+    def _insert(self, rows: list[tuple[Any, ...]]) -> None:
+        for row in rows:
+            values = [None if (i in _TEXTS and v == writer._NO_TEXT and type(v) is int)
+                      or (i in _INTS and v == writer._NO_INT) else v for i, v in enumerate(row)]
+            raw = values[writer._RAW]
+            if isinstance(raw, writer._Pieces):
+                raw = b"".join(raw.parts)
+            values[writer._RAW] = bytes(raw)
+            self._conn.execute(_PLAIN, values)
+
+
+def corpus() -> list[tuple[str, bytes | bytearray, dict[str, Any] | None, str | None]]:
+    """Every kind of message and row: requests both ways with answers and errors, progress,
+    cancellations, batches, garbage, HTTP details, a truncated one, a large payload, secrets."""
+    def j(o: Any) -> bytes:
+        return orjson.dumps(o)
+
+    out: list[tuple[str, bytes | bytearray, dict[str, Any] | None, str | None]] = [
+        (C, j({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"}}}), None, writer.AUTO),
+        (S, j({"jsonrpc": "2.0", "id": 0, "result": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "instructions": "hi",
+            "serverInfo": {"name": "s", "version": "2"}}}), None, writer.AUTO),
+    ]
+    rnd = random.Random(18)
+    for i in range(1, 120):
+        k = i % 9
+        if k == 0:
+            out += [(C, j({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+                "arguments": {"password": "hunter2", "q": "Bearer abcdefgh12345678"},
+                "_meta": {"progressToken": i}}}), None, writer.AUTO),
+                (S, j({"jsonrpc": "2.0", "method": "notifications/progress",
+                       "params": {"progressToken": i, "progress": 1}}), None, writer.AUTO),
+                (S, j({"jsonrpc": "2.0", "id": i, "result": {"content": []}}), None, writer.AUTO)]
+        elif k == 1:
+            out += [(S, j({"jsonrpc": "2.0", "id": f"s{i}", "method": "sampling/createMessage"}),
+                     None, writer.AUTO),
+                    (C, j({"jsonrpc": "2.0", "id": f"s{i}", "error": {"code": -1}}), None,
+                     writer.AUTO)]
+        elif k == 2:
+            out += [(C, b"not json %d" % i, None, writer.AUTO),
+                    (C, j([{"jsonrpc": "2.0", "id": i, "method": "ping"}]), None, writer.AUTO)]
+        elif k == 3:
+            out += [(C, j({"jsonrpc": "2.0", "id": i, "method": ""}), None, writer.AUTO),
+                    (C, j({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                           "params": {"requestId": i}}), None, writer.AUTO),
+                    (S, j({"jsonrpc": "2.0", "id": i, "error": {"code": 0}}), None, writer.AUTO)]
+        elif k == 4:
+            out += [(C, j({"jsonrpc": "2.0", "id": i, "method": "tools/list"}),
+                     {"exchange": i, "headers": {"authorization": "Bearer zzzzzzzzzz"}}, str(i)),
+                    (S, j({"jsonrpc": "2.0", "id": i, "result": {}}), {"status": 200}, None)]
+        elif k == 5:
+            out += [(S, b'{"jsonrpc":"2.0","id":%d,"result":{"x":"cut' % i,
+                     {"truncated": True, "size": 99999}, writer.AUTO)]
+        elif k == 6:
+            out += [(C, bytearray(j({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                     "params": {"text": "x" * 5000}})), None, writer.AUTO),
+                    (C, j({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}),
+                     None, writer.AUTO)]
+        elif k == 7 and i < 20:
+            data = base64.b64encode(rnd.randbytes(800_000)).decode()
+            out += [(S, j({"jsonrpc": "2.0", "id": i, "result": {"content": [
+                {"type": "image", "data": data}]}}), None, writer.AUTO)]
+        else:
+            out += [(C, j({"jsonrpc": "2.0", "id": None, "method": "x"}), None, writer.AUTO)]
+    return out
+
+
+def record(path: Path, cls: type[Recorder]) -> list[Any]:
+    """The corpus recorded by ``cls``: every column of every row, with its SQLite type."""
+    with Cassette.open(path, create=True) as c:
+        session = c.create_session("s", transport="stdio", target=["x"])
+        rec = cls(c.connection, session, redact=Redactor(Rules(env=False)))
+        for n, (direction, raw, http, context) in enumerate(corpus()):
+            rec.add(direction, n, raw, http, context)
+            if n % 29 == 28:
+                rec.commit()
+        rec.finish(exit_code=0)
+        assert rec.error is None
+        cols = [r[1] for r in c.connection.execute("PRAGMA table_info(messages)")]
+        return c.connection.execute(
+            f"SELECT {', '.join(f'typeof({x}), {x}' for x in cols)} FROM messages ORDER BY id"
+        ).fetchall()
+
+
+def test_rows_are_stored_as_a_plain_insert_stores_them(tmp_path: Path) -> None:
+    """Same values and same SQLite types (NULL, integer, text, blob) in every column."""
+    rows = record(tmp_path / "fast.mcpr", Recorder)
+    assert rows == record(tmp_path / "plain.mcpr", PlainRecorder)
+    types = {t for row in rows for t in row[::2]}
+    assert types == {"null", "integer", "text", "blob"}
+
+
+@pytest.mark.parametrize("direction", ["sideways", "Client_To_Server"])
+def test_a_row_the_schema_refuses_is_refused_still(tmp_path: Path, direction: str) -> None:
+    """A direction outside the CHECK fails the commit as before: nothing of it is stored."""
+    with Cassette.open(tmp_path / "c.mcpr", create=True) as c:
+        session = c.create_session("s", transport="stdio", target=["x"])
+        rec = Recorder(c.connection, session)
+        rec.add(C, 1, b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+        rec.add(direction, 2, b'{"jsonrpc":"2.0","id":1,"result":{}}')
+        rec.commit()
+        assert isinstance(rec.error, sqlite3.IntegrityError)
+        assert "CHECK constraint failed" in str(rec.error)
+        assert c.connection.execute("SELECT count(*) FROM messages").fetchone() == (0,)
+
+
+def test_checks_hold_on_the_connection_after_a_commit(tmp_path: Path) -> None:
+    """The CHECK constraints are skipped for the recorder's inserts alone."""
+    with Cassette.open(tmp_path / "c.mcpr", create=True) as c:
+        session = c.create_session("s", transport="stdio", target=["x"])
+        rec = Recorder(c.connection, session)
+        rec.add(C, 1, b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+        rec.commit()
+        assert rec.error is None
+        with pytest.raises(sqlite3.IntegrityError):
+            c.connection.execute("UPDATE sessions SET status = 'bogus'")
