@@ -48,11 +48,11 @@ _INSERTED = ("session_id", "seq", "t_ns", "direction", "kind", "rpc_id", "method
 # which raises and clears an AttributeError for each (~2,000 instructions a value, ~5 a row).
 # A NULL is bound as a stand-in that NULLIF turns into NULL: 0 for a text column (no text equals
 # an integer), '' for an integer column (no integer equals a text); a small raw is bound as a
-# bytearray (the same BLOB; a larger one is not copied for it). Executemany of 20,000 ~200 B rows: 51,100 -> 37,200 instructions a row
-# (callgrind), CPU 10.2 -> 7.7 µs a row.
+# bytearray (the same BLOB; a larger one is not copied for it). Executemany of 20,000 ~200 B
+# rows: 51,100 -> 37,200 instructions a row (callgrind), CPU 10.2 -> 7.7 µs a row.
 _NO_TEXT = 0
-_COPIED_BELOW = 4096
 _NO_INT = ""
+_COPIED_BELOW = 4096
 _NULLABLE_TEXT = ("rpc_id", "method", "match_key", "http")
 _NULLABLE_INT = ("reply_to", "context_seq", "follows", "waits_for")
 
@@ -71,7 +71,10 @@ _RAW = _INSERTED.index("raw")
 # "kind IN (...)" of six values built a temporary B-tree, a 16 KiB page cleared, for each row).
 # Executemany of 20,000 ~200 B rows: 86,700 -> 51,100 instructions a row (callgrind), CPU
 # 12.0 -> 10.2 µs a row. A row that breaks one is inserted with the check, which refuses it.
+# Switching the check off and on costs ~40 µs a commit (the pragmas, and the statement prepared
+# again): not for a few rows.
 _CHECKED = frozenset(m.value for m in (*wire.Direction, *wire.Kind))
+_UNCHECKED_FROM = 32
 
 # direction and kind as plain text for SQLite: it binds a str subclass (the wire.Direction and
 # wire.Kind members) through its adapter look-up, 0.7 µs a value (executemany of 20,000 4-column
@@ -167,7 +170,7 @@ class Recorder:
     def _insert(self, rows: list[tuple[Any, ...]]) -> None:
         """Small rows in one ``executemany``; a large message's row is created with a zeroblob
         of its size and its pieces written into it, never joined in memory."""
-        unchecked = _CHECKED.issuperset([r[3] for r in rows]) \
+        unchecked = len(rows) >= _UNCHECKED_FROM and _CHECKED.issuperset([r[3] for r in rows]) \
             and _CHECKED.issuperset([r[4] for r in rows])
         if unchecked:
             self._conn.execute("PRAGMA ignore_check_constraints = ON")
