@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcprec.cassette import writer
 from mcprec.cassette.store import Cassette
@@ -151,3 +153,18 @@ def test_checks_hold_on_the_connection_after_a_commit(tmp_path: Path) -> None:
         assert rec.error is None
         with pytest.raises(sqlite3.IntegrityError):
             c.connection.execute("UPDATE sessions SET status = 'bogus'")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 12), max_size=60), st.integers(1, 6))
+def test_recent_keys_are_forgotten_as_a_dict_forgets_its_first(keys: list[int],
+                                                               limit: int) -> None:
+    """``_Recent`` holds what a dict trimmed to its first key past the limit holds, in order."""
+    recent: writer._Recent[int, int] = writer._Recent(limit)
+    reference: dict[int, int] = {}
+    for n, key in enumerate(keys):
+        recent.set(key, n)
+        reference[key] = n
+        if len(reference) > limit:
+            del reference[next(iter(reference))]
+        assert list(recent.map.items()) == list(reference.items())

@@ -9,12 +9,13 @@ the next accumulates, so an idle tap commits each message at once and a busy one
 
 from __future__ import annotations
 
+import collections
 import os
 import queue
 import sqlite3
 import threading
 import time
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import orjson
 
@@ -101,6 +102,33 @@ _Added = tuple[str, int, "bytes | bytearray", "dict[str, Any] | None", "str | No
 """A message as ``Recorder.add`` got it: direction, time, bytes, HTTP details, context."""
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class _Recent(Generic[_K, _V]):
+    """A mapping (``map``) of the latest ``limit`` keys set: past that, the key first set
+    longest ago is forgotten, as a dict forgets its first key, but found at once. A dict that
+    keys come and go through, asked for its first key (``next(iter(d))``), scans the holes the
+    gone ones left: 40,000 keys set past a limit of 10,000, 4.8 µs a key; with the order kept
+    in a deque, 0.47 µs."""
+
+    __slots__ = ("map", "_order", "_limit")
+
+    def __init__(self, limit: int) -> None:
+        self.map: dict[_K, _V] = {}
+        self._order: collections.deque[_K] = collections.deque()
+        self._limit = limit
+
+    def set(self, key: _K, value: _V) -> None:
+        """``map[key] = value``: a key set again keeps its place, as in a dict."""
+        if key not in self.map:
+            self._order.append(key)
+        self.map[key] = value
+        if len(self.map) > self._limit:
+            del self.map[self._order.popleft()]
+
+
 class Recorder:
     """The synchronous core of recording one session: turns messages into rows (redacted,
     classified, paired, indexed) and commits them. Used from one thread at a time."""
@@ -123,9 +151,10 @@ class Recorder:
         # per direction: seqs of requests awaiting an answer, oldest first (dicts keep order)
         self._open: dict[str, dict[int, None]] = {d: {} for d in wire.DIRECTIONS}
         # (direction, id text) -> seq of recent requests, answered or not
-        self._seq_of: dict[tuple[str, str], int] = {}
-        # progress token (JSON text) -> seq of the request that carried it
-        self._tokens: dict[str, int] = {}
+        self._seq_of: _Recent[tuple[str, str], int] = _Recent(10_000)
+        # progress token (JSON text) -> seq of the request that carried it (progress after a
+        # response is rare; stay bounded)
+        self._tokens: _Recent[str, int] = _Recent(10_000)
         self._meta: dict[str, Any] = {}
         self._last_client = -1  # seq of the client's latest message
         self._causality = Causality()
@@ -299,18 +328,14 @@ class Recorder:
         method, reply_to, key, context = c.method, None, None, None
         if c.kind == wire.REQUEST and c.rpc_id is not None and method is not None:
             self._pending[(direction, c.rpc_id)] = (seq, method)
-            self._seq_of[(direction, c.rpc_id)] = seq
-            if len(self._seq_of) > 10_000:
-                del self._seq_of[next(iter(self._seq_of))]
+            self._seq_of.set((direction, c.rpc_id), seq)
             params = c.obj.get("params")
             key = wire.match_key(method, params, has_meta=b'"_meta"' in raw)
             context = self._context_of(other, None, hint)
             self._open[direction][seq] = None
             token = wire.progress_token(params)
             if token is not None:
-                self._tokens[token] = seq
-                if len(self._tokens) > 10_000:  # progress after a response is rare; stay bounded
-                    del self._tokens[next(iter(self._tokens))]
+                self._tokens.set(token, seq)
             if direction == wire.CLIENT_TO_SERVER:
                 if method == "initialize":
                     self._note_initialize(params)
@@ -412,9 +437,9 @@ class Recorder:
         answer, or None when none is.
         """
         if hint != AUTO:
-            return None if hint is None else self._seq_of.get((requester, hint))
-        if token is not None and token in self._tokens:
-            return self._tokens[token]
+            return None if hint is None else self._seq_of.map.get((requester, hint))
+        if token is not None and token in self._tokens.map:
+            return self._tokens.map[token]
         open_ = self._open[requester]
         return next(reversed(open_)) if open_ else None
 
