@@ -100,13 +100,18 @@ def corpus() -> list[tuple[str, bytes | bytearray, dict[str, Any] | None, str | 
     return out
 
 
-def record(path: Path, cls: type[Recorder]) -> list[Any]:
-    """The corpus recorded by ``cls``: every column of every row, with its SQLite type."""
+def record(path: Path, cls: type[Recorder], prepare_every: int = 0) -> list[Any]:
+    """The corpus recorded by ``cls``: every column of every row, with its SQLite type;
+    ``prepare_every``: rows made every this many messages, ahead of the commits."""
     with Cassette.open(path, create=True) as c:
         session = c.create_session("s", transport="stdio", target=["x"])
         rec = cls(c.connection, session, redact=Redactor(Rules(env=False)))
         for n, (direction, raw, http, context) in enumerate(corpus()):
             rec.add(direction, n, raw, http, context)
+            if prepare_every and n % prepare_every == 0:
+                assert rec.unprepared[0] > 0
+                rec.prepare()
+                assert rec.unprepared == (0, 0)
             if n % 53 in (0, 7, 52):  # commits of 1, 7 and 45 rows: checked by SQLite or not
                 rec.commit()
         rec.finish(exit_code=0)
@@ -123,6 +128,14 @@ def test_rows_are_stored_as_a_plain_insert_stores_them(tmp_path: Path) -> None:
     assert rows == record(tmp_path / "plain.mcpr", PlainRecorder)
     types = {t for row in rows for t in row[::2]}
     assert types == {"null", "integer", "text", "blob"}
+
+
+@pytest.mark.parametrize("every", [1, 3, 20])
+def test_rows_made_in_steps_ahead_of_the_commit_are_the_same(tmp_path: Path, every: int) -> None:
+    """``prepare`` (the recorder process's, after each take) changes when rows are made, not
+    what they hold: redaction, pairing and keys see the messages in the same order."""
+    assert record(tmp_path / "steps.mcpr", Recorder, every) == \
+        record(tmp_path / "whole.mcpr", Recorder)
 
 
 @pytest.mark.parametrize("rows", [2, 100])

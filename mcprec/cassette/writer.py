@@ -144,6 +144,7 @@ class Recorder:
         self._seq = first_seq
         self._bytes = 0
         self._added: list[_Added] = []  # made into rows at commit, a batch at a time
+        self._added_bytes = 0
         self._rows: list[tuple[Any, ...]] = []
         self._errs: list[tuple[Any, ...]] = []
         # (direction of the request, id text) -> (seq, method) of requests awaiting an answer
@@ -174,13 +175,28 @@ class Recorder:
     def add(self, direction: str, t_ns: int, raw: bytes | bytearray,
             http: dict[str, Any] | None = None, context: str | None = AUTO) -> None:
         self._bytes += len(raw)
+        self._added_bytes += len(raw)
         self._added.append((direction, t_ns, raw, http, context))
+
+    @property
+    def unprepared(self) -> tuple[int, int]:
+        """Messages added since the last ``prepare`` (or commit), and their bytes."""
+        return len(self._added), self._added_bytes
+
+    def prepare(self) -> None:
+        """Make the rows of the messages added so far (redacted, classified, paired), ahead of
+        ``commit``, which then only writes them: the recorder process prepares each take from
+        its reader, so that the reader (and the tap behind it) waits for one take's work, not
+        for a whole commit's."""
+        if self.error is None:
+            self._make_rows()
 
     def _make_rows(self) -> None:
         """The rows of the messages added since the last commit, in order. Redaction looks at
         the batch once (``redact_many``): only messages holding something it looks for are
         redacted one by one."""
         added, self._added = self._added, []
+        self._added_bytes = 0
         if not added:
             return
         sid = self.session.id
@@ -244,7 +260,7 @@ class Recorder:
         if self.error is None:
             self._make_rows()
         else:
-            self._added = []
+            self._added, self._added_bytes = [], 0
         rows, self._rows = self._rows, []
         errs, self._errs = self._errs, []
         if (not rows and not errs and not self._meta) or self.error is not None:
