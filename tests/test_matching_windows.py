@@ -85,3 +85,27 @@ def test_sqlite_errors_reach_callers_as_cassette_errors(tmp_path: Path) -> None:
         c.connection.execute("DROP INDEX messages_by_match")
         with pytest.raises(CassetteError, match="cannot read cassette"):
             c.requests(s, "tools/call")
+
+
+@pytest.mark.parametrize("limit", [1, 3, 10_000])
+def test_forgotten_messages_are_read_again_the_same(cassette: Path, limit: int,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matcher keeps only recently used messages (``_Aging``): whatever it forgot comes
+    back from the cassette as it was, in order, repeats and look-ups past the windows too."""
+    from mcprec import matching
+
+    monkeypatch.setattr(matching._Aging, "LIMIT", limit)
+    names = ["f1", "same", "f2", "late", "same", "f1", "same", "same", "f1", "late", "same"]
+    with Cassette.open(cassette) as c:
+        m = Matcher(c, c.session("s"))
+        got = [answer_text(m, name) for name in names]
+        again = [(m.handling(2 * i)[-1].raw, m._message(2 * i).raw) for i in (1, 2 * WINDOW + 2)]
+    n = WINDOW
+    assert got == [("filler 1", False), ("same 0", False), ("filler 2", False),
+                   (f"late {2 * n + 2}", False), (f"same {n + 1}", False), ("filler 1", True),
+                   (f"same {2 * n + 3}", False), (f"same {2 * n + 3}", True),
+                   ("filler 1", True), (f"late {2 * n + 2}", True), (f"same {2 * n + 3}", True)]
+    assert again == [(ans(1, "filler 1"), req(1, "f1")),
+                     (ans(2 * n + 2, f"late {2 * n + 2}"), req(2 * n + 2, "late"))]
+    if limit < 10:
+        assert len(m._cache.new) < limit and len(m._cache.old) <= limit
