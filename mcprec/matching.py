@@ -174,7 +174,9 @@ class _Aging:
     """The messages (or lists of them) of recently used seqs, in two generations: once the new
     one holds ``LIMIT`` seqs, it becomes the old one and the old one is dropped whole. What it
     forgot is read again from the cassette (indexed) if it is asked for again; replay asks for a
-    seq's messages once or twice, close together (its request, its answer, a repeat).
+    seq's messages once or twice, close together (its request, its answer, a repeat); one
+    found in the old generation moves to the new. (Its look-up is written out where replay
+    makes it, in ``Matcher.handling`` and ``Matcher._message``: a call less each time.)
 
     Kept for good, every request played left its request and answer behind: memory grew with
     the session (~1.4 KB a small request: 20,000 replayed in-process, peak RSS 144 -> 117 MB),
@@ -189,23 +191,11 @@ class _Aging:
         self.new: dict[int, Any] = {}
         self.old: dict[int, Any] = {}
 
-    def get(self, seq: int) -> Any:
-        found = self.new.get(seq)
-        if found is None:
-            found = self.old.get(seq)
-            if found is not None:  # in use still (a repeated answer): kept on
-                self[seq] = found
-        return found
-
     def __setitem__(self, seq: int, value: Any) -> None:
         new = self.new
         new[seq] = value
         if len(new) >= self.LIMIT:
             self.old, self.new = new, {}
-
-    def update(self, items: dict[int, Any]) -> None:
-        for seq, value in items.items():
-            self[seq] = value
 
 
 class _KeyState:
@@ -259,6 +249,8 @@ class Matcher:
         self._rows: dict[int, tuple[Any, ...]] = {}
         self._handling_rows: dict[int, list[tuple[Any, ...]]] = {}
         self._whole: set[tuple[str, str]] = set()  # keys read whole by their own query
+        self._key_requests: dict[int, Message] = {}  # what those queries read, until used
+        self._key_handling: dict[int, list[Message]] = {}
         self._known: tuple[Any, str] | None = None  # (request, key) that ``recorded`` keyed
         # recorded requests read so far, by their bytes without the id (``wire.id_cut``): a
         # request sent as it was recorded is matched by its bytes (``match_bytes``)
@@ -470,19 +462,29 @@ class Matcher:
         """Every recorded request with this key, by its own indexed query."""
         self._whole.add((method, key))
         found, handling = self.cassette.exchanges_by_key(self.session, method, key)
-        self._handling.update(handling)
+        # held until used, as a window's rows are (the aging caches would forget most of many)
+        self._key_handling.update(handling)
         for m in found:
-            self._cache[m.seq] = m
+            self._key_requests[m.seq] = m
         return [m.seq for m in found]
 
     def handling(self, seq: int) -> list[Message]:
         """What the server sent while handling the recorded request ``seq`` (cached)."""
-        found = self._handling.get(seq)
+        cache = self._handling  # _Aging's get and set, written out: once or twice a request
+        found = cache.new.get(seq)
         if found is None:
-            rows = self._handling_rows.pop(seq, None) if seq < self._hi else None
-            found = self._handling[seq] = (
-                [message_from_row(r, self.cassette) for r in rows] if rows is not None
-                else self.cassette.handling(self.session, seq))
+            found = cache.old.get(seq)
+            if found is None:
+                rows = self._handling_rows.pop(seq, None) if seq < self._hi else None
+                keyed = self._key_handling.pop(seq, None) if self._key_handling else None
+                if rows is not None:
+                    found = [message_from_row(r, self.cassette) for r in rows]
+                else:
+                    found = keyed if keyed is not None else self.cassette.handling(self.session,
+                                                                                   seq)
+            cache.new[seq] = found
+            if len(cache.new) >= cache.LIMIT:
+                cache.old, cache.new = cache.new, {}
         return found
 
     def _seqs_for_method(self, method: str) -> list[int]:
@@ -497,13 +499,19 @@ class Matcher:
         return found
 
     def _message(self, seq: int) -> Message:
-        m = self._cache.get(seq)
+        cache = self._cache  # as in ``handling``
+        m = cache.new.get(seq)
         if m is None:
-            row = self._rows.pop(seq, None)
-            m = message_from_row(row, self.cassette) if row is not None else (
-                self.cassette.message(self.session, seq))
-            assert m is not None
-            self._cache[seq] = m
+            m = cache.old.get(seq)
+            if m is None:
+                row = self._rows.pop(seq, None)
+                keyed = self._key_requests.pop(seq, None) if self._key_requests else None
+                m = message_from_row(row, self.cassette) if row is not None else (
+                    keyed or self.cassette.message(self.session, seq))
+                assert m is not None
+            cache.new[seq] = m
+            if len(cache.new) >= cache.LIMIT:
+                cache.old, cache.new = cache.new, {}
         return m
 
     def _next_client_request(self, after: int) -> Message | None:

@@ -257,7 +257,7 @@ def with_id(raw: bytes, rid: Any) -> bytes | None:
 def _own_id(raw: bytes) -> tuple[int, int] | None:
     """The span of ``raw``'s own id value where a look without parsing can be sure of it (see
     ``with_id``), or None."""
-    at_head, at_tail = _id_patterns()
+    at_head, at_tail = _ID_AT or _id_patterns()
     found = at_head.match(raw)
     if found is None:
         found = at_tail.search(raw, max(0, len(raw) - _TAIL))

@@ -406,7 +406,8 @@ def message_from_row(row: tuple[Any, ...], cassette: Cassette | None = None) -> 
         assert cassette is not None, "a row without its text needs the cassette it came from"
         return StoredMessage(row, cassette)
     return Message(id_, sid, seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq,
-                   follows, key, bytes(raw), _loads(http), waits_for)
+                   follows, key, bytes(raw), None if http is None else orjson.loads(http),
+                   waits_for)
 
 
 def connect(path: str | os.PathLike[str], *, create: bool = False,

@@ -447,8 +447,11 @@ class Playback:
 
     def _announce(self) -> None:
         """Say which recorded session this client got, when there was a choice to make."""
-        s = self.session
-        if self.choice.total < 2 or self._announced is s:
+        choice = self.choice
+        if choice.total < 2:
+            return
+        s = choice.session
+        if self._announced is s:
             return
         who = f" to client {self._label}" if self._label else ""
         if self._announced is None:
@@ -465,7 +468,7 @@ class Playback:
         """Play the recorded handling of ``found`` for the client's request ``obj`` (None:
         not parsed yet, ``raw`` is its text)."""
         req = found.request
-        script = self.matcher.handling(req.seq)
+        script = self.choice.matcher.handling(req.seq)
         if len(script) == 1 and fault is None and self.timing is None and not self.ended:
             m = script[0]
             if (m.reply_to == req.seq and m.waits_for is None and not m.http
@@ -477,9 +480,11 @@ class Playback:
                 # in-process from a 10,000-message cassette, medians of 9 runs)
                 self._plays.pop(key, None)  # as a play registered and finished at once
                 self._flush_stderr(m.t_ns)
-                self.send(_with_id(m, rid), key)
+                self._out.append((_with_id(m, rid), key))  # as send() does, a call less
                 if not found.repeated:
-                    self._spawn(self._followers(req.seq), (started, req.t_ns))
+                    followers = self._followers(req.seq)
+                    if followers:
+                        self._spawn(followers, (started, req.t_ns))
                 return
         answered = bool(script) and script[-1].reply_to == req.seq
         if script:
@@ -918,7 +923,7 @@ class Playback:
         """Replay the server's recorded stderr up to a point in the recording (None: all)."""
         if self._server_stderr is None:
             return
-        sid = self.session.id
+        sid = self.choice.session.id  # not the property: once a request
         lines = self._stderr_lines.get(sid)
         if lines is None:
             lines = self._stderr_lines[sid] = list(self.cassette.stderr(self.session))
@@ -931,7 +936,7 @@ class Playback:
     # --- look-ups (cached per recorded session) ---------------------------------------------
 
     def _followers(self, seq: int) -> list[Message]:
-        sid = self.session.id
+        sid = self.choice.session.id
         anything = self._any_followers.get(sid)
         if anything is None:
             anything = self._any_followers[sid] = self.cassette.has_followers(self.session)
