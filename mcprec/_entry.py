@@ -14,11 +14,13 @@ _DEFAULTS = frozenset({("-m", "none"), ("--mode", "none"), ("--timing", "none"),
 
 
 def _fast_replay(args: list[str]) -> int | None:
-    """``mcprec replay CASSETTE [-s NAME] [--report FILE] [--allow-unmatched]
+    """``mcprec replay CASSETTE|-c CASSETTE [-s NAME] [--report FILE] [--allow-unmatched]
     [--protocol-version rewrite]``, the form test
     suites launch most, without loading click: every test pays the start-up. Anything else
     returns None and goes through the full command line (tests/test_entry.py checks that both
     give the same exit codes and messages)."""
+    if len(args) >= 2 and args[0] in ("-c", "--cassette") and not args[1].startswith("-"):
+        args = [args[1], *args[2:]]  # the cassette as ``record -c`` takes it
     if os.environ.get("MCPREC_MODE", "none") != "none" or not args or args[0].startswith("-"):
         return None
     cassette, rest = args[0], args[1:]

@@ -57,6 +57,8 @@ def bad_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     ["{cassette}", "--mode", "none", "--timing", "none", "--repeat", "last"],
     ["{cassette}", "--allow-unmatched"],
     ["{empty}"], ["{junk}"], ["{dir}"], ["{missing}"],
+    ["-c", "{cassette}"], ["--cassette", "{cassette}", "-s", "one"], ["-c", "{missing}"],
+    ["-c", "{dir}"],
 ])
 def test_fast_path_and_full_command_line_agree(case: list[str], cassette: Path,
                                                bad_files: dict[str, Path]) -> None:
@@ -84,3 +86,19 @@ def test_allow_unmatched_exits_0(cassette: Path) -> None:
     """--allow-unmatched keeps the exit code 0 after an unmatched request."""
     out = run(FAST, "replay", str(cassette), "--allow-unmatched", stdin=INIT + UNKNOWN)
     assert out.returncode == 0
+
+
+def test_cassette_option_leaves_the_server_command_whole(tmp_path: Path) -> None:
+    """``replay -c FILE -m once -- SERVER...`` (as ``record -c FILE -- SERVER...``): the
+    server's first word is not taken for the cassette; a missing cassette is recorded."""
+    path = tmp_path / "once.db"
+    out = run(FULL, "replay", "-c", str(path), "-m", "once", "--", sys.executable,
+              str(LINE_SERVER), stdin=INIT)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[0])["id"] == 1
+    again = run(FAST, "replay", "-c", str(path), stdin=INIT)
+    assert again.returncode == 0 and again.stdout == out.stdout
+    missing = run(FULL, "replay", "-s", "x")
+    assert missing.returncode == 2
+    assert missing.stderr.decode().strip() == (
+        "mcprec: Missing argument 'CASSETTE' (or -c FILE). (see `mcprec replay --help`)")

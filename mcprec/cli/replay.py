@@ -17,7 +17,10 @@ from ._common import (
 
 
 @click.command()
-@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("cassette", type=click.Path(dir_okay=False), required=False)
+@click.option("-c", "--cassette", "cassette_opt", type=click.Path(dir_okay=False),
+              metavar="FILE", help="The cassette, given as `record -c` takes it (instead of "
+              "the CASSETTE argument).")
 @click.option("-s", "--session", help="Session to replay (default: each client gets the "
               "recorded session its traffic matches; see docs/replay.md).",
               envvar="MCPREC_SESSION")
@@ -77,7 +80,8 @@ from ._common import (
               "same faults.")
 @redaction_options
 @click.argument("server", nargs=-1, type=click.UNPROCESSED)
-def replay(cassette: str, session: str | None, mode: str, timing: str, max_gap: str | None,
+def replay(cassette: str | None, cassette_opt: str | None, session: str | None, mode: str,
+           timing: str, max_gap: str | None,
            protocol_version: str, strict_order: bool, ignore: tuple[str, ...], repeat: str,
            report: str | None, http: bool, listen: str,
            url_path: str, allow_origin: tuple[str, ...], allow_host: tuple[str, ...],
@@ -93,6 +97,12 @@ def replay(cassette: str, session: str | None, mode: str, timing: str, max_gap: 
     with the recorded notifications, server requests and response. Give the real server
     after `--` for the recording modes.
     """
+    if cassette_opt is not None:
+        if cassette is not None:  # no CASSETTE argument: it was the server's first word
+            server = (cassette, *server)
+        cassette = cassette_opt
+    elif cassette is None:
+        raise click.UsageError("Missing argument 'CASSETTE' (or -c FILE).")
     from ..matching import MatchOptions
     from ..normalize import from_config
     from ..replay import replay_stdio
