@@ -6,6 +6,7 @@ message with ``re.sub``, keys found at every ``"\\s*:``, payloads found by ``_BL
 from __future__ import annotations
 
 import base64
+from typing import Any
 import json
 import random
 from pathlib import Path
@@ -220,3 +221,31 @@ def test_payloads_side_by_side_share_no_quote(gap: bytes) -> None:
             b"C/+=" * 300 + b'""' + b"D" * 1030 + b'"}' + pad * 20
         assert redact._blob_parts(raw) == redact._BLOB.split(raw)
         check_same(raw)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["sk-", "glpat-", "xoxb-", "xoxr", "PRIVATE KEY-----",
+                                 "PRIVATE KEY-", "key=", "token=", "secret=", "ghp_",
+                                 "github_pat_", "_live_", "_test_", "pk", "-", "=", "_", "@",
+                                 "x", "KEY", " "]), max_size=30),
+       st.booleans())
+def test_anchors_at_a_gate_are_found_as_a_search_finds_them(parts: list[str],
+                                                           as_bytes: bool) -> None:
+    """The checks one pass per gate (``_AtGate``) selects are those whose anchors a substring
+    search finds, for text made of anchors, their pieces and the gate bytes."""
+    r = Redactor(Rules())
+    text = "".join(parts)
+    data: Any = text.encode() if as_bytes else text
+    gated = r._gated_b if as_bytes else r._gated_s
+    anchors = r._anchors_b if as_bytes else r._anchors_s
+    any_anchor = r._any_anchor_b if as_bytes else r._any_anchor_s
+    for gate, _, at_gate in gated:
+        if at_gate is None:
+            continue
+        want = sorted({i for a, _, ids in at_gate.members if a in data for i in ids})
+        assert sorted(set(at_gate.picked(data))) == want, (gate, text)
+    # a check whose every match holds a byte (redact._REQUIRED) is skipped without that byte
+    required = {i: redact._REQUIRED.get(name) for i, (name, *_) in enumerate(r._checks_s)}
+    assert set(r._selected(data, gated, any_anchor)) == {
+        i for a, i in anchors if a in data and (required[i] is None or required[i] in text)
+    } | set(r._always)
