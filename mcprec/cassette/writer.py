@@ -143,7 +143,7 @@ class Recorder:
         self._redact = redact
         self._seq = first_seq
         self._bytes = 0
-        self._added: list[_Added] = []  # made into rows at commit, a batch at a time
+        self._added: list[_Added] = []  # made into rows a batch at a time (prepare, commit)
         self._added_bytes = 0
         self._rows: list[tuple[Any, ...]] = []
         self._errs: list[tuple[Any, ...]] = []
@@ -192,9 +192,9 @@ class Recorder:
             self._make_rows()
 
     def _make_rows(self) -> None:
-        """The rows of the messages added since the last commit, in order. Redaction looks at
-        the batch once (``redact_many``): only messages holding something it looks for are
-        redacted one by one."""
+        """The rows of the messages added since the last prepare or commit, in order.
+        Redaction looks at the batch once (``redact_many``): only messages holding something it
+        looks for are redacted one by one."""
         added, self._added = self._added, []
         self._added_bytes = 0
         if not added:
