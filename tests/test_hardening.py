@@ -263,3 +263,20 @@ def test_replay_with_a_standard_stream_closed(sdk_recordings: Any, which: str) -
     assert b"Traceback" not in (done.stderr or b"")
     if which == "2":
         assert done.stdout == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+
+
+@pytest.mark.parametrize(("args", "where"), [
+    (["replay", "c.db", "-s"], "mcprec replay"),
+    (["record", "-c"], "mcprec record"),
+    (["diff", "c.db", "c.db", "--format"], "mcprec diff"),
+    (["--nosuchoption"], "mcprec"),
+])
+def test_an_option_without_its_value_points_at_its_commands_help(
+        tmp_path: Path, args: list[str], where: str) -> None:
+    """click reports an option missing its value without the command's context: the line
+    still names the command whose help to read."""
+    done = subprocess.run([*MCPREC, *args], cwd=tmp_path, capture_output=True, timeout=60,
+                          check=False)
+    err = done.stderr.decode()
+    assert done.returncode == 2 and err.count("\n") == 1, err
+    assert err.rstrip().endswith(f"(see `{where} --help`)"), err

@@ -51,6 +51,13 @@ def _register() -> None:
 _register()
 
 
+def _named_command(args: list[str]) -> str:
+    """``mcprec COMMAND`` for the command ``args`` name, else ``mcprec``: where an error that
+    click reports without its context (an option missing its value) points for help."""
+    name = next((a for a in args if not a.startswith("-")), None)
+    return f"mcprec {name}" if name in cli.commands else "mcprec"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command line; every error is one line ``mcprec: ...`` and an exit code."""
     try:
@@ -59,7 +66,8 @@ def main(argv: list[str] | None = None) -> None:
         if type(e).__name__ == "NoArgsIsHelpError":  # plain `mcprec`: the help it asked for
             click.echo(e.format_message())
             sys.exit(0)
-        where = e.ctx.command_path if e.ctx is not None else "mcprec"
+        where = e.ctx.command_path if e.ctx is not None else _named_command(
+            sys.argv[1:] if argv is None else argv)
         click.echo(f"mcprec: {e.format_message()} (see `{where} --help`)", err=True)
         sys.exit(e.exit_code)
     except click.ClickException as e:
