@@ -280,3 +280,23 @@ def test_an_option_without_its_value_points_at_its_commands_help(
     err = done.stderr.decode()
     assert done.returncode == 2 and err.count("\n") == 1, err
     assert err.rstrip().endswith(f"(see `{where} --help`)"), err
+
+
+@pytest.mark.parametrize("command", [["show"], ["export"], ["view", "--html", "-"]])
+def test_a_session_is_named_with_s_as_replay_names_it(tmp_path: Path,
+                                                      command: list[str]) -> None:
+    """``-s NAME`` names the session wherever a SESSION argument does; both, differing, is a
+    usage error."""
+    for name in ("one", "two"):
+        w = open_session_writer(tmp_path / "c.db", name, transport="stdio", target=["x"])
+        w.message(wire.CLIENT_TO_SERVER, b'{"jsonrpc":"2.0","id":1,"method":"ping"}', 0)
+        w.close()
+    cmd, *rest = command
+    by_argument = run(cmd, str(tmp_path / "c.db"), "one", *rest)
+    by_option = run(cmd, str(tmp_path / "c.db"), "-s", "one", *rest)
+    latest = run(cmd, str(tmp_path / "c.db"), *rest)
+    assert by_argument.returncode == by_option.returncode == 0, by_option.stderr
+    assert by_argument.stdout == by_option.stdout != latest.stdout
+    both = run(cmd, str(tmp_path / "c.db"), "one", "-s", "two", *rest)
+    assert both.returncode == 2
+    assert both.stderr.decode().startswith("mcprec: two sessions given: 'one' and -s 'two'")

@@ -3,6 +3,7 @@ redaction options, and the parsers of sizes, durations and timing."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import click
@@ -19,6 +20,24 @@ class McprecCommandError(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"mcprec: {self.format_message()}", err=True)
+
+
+def session_choice(f: Any) -> Any:
+    """``-s NAME``, as ``replay`` and ``record`` take a session, besides the command's SESSION
+    argument: the command gets one ``session``."""
+    @click.option("-s", "--session", "session_opt", metavar="NAME",
+                  help="The session (the same as the SESSION argument, as replay and record "
+                       "take it).")
+    @functools.wraps(f)
+    def command(*args: Any, session_opt: str | None = None, session: str | None = None,
+                **kwargs: Any) -> Any:
+        if session_opt is not None:
+            if session is not None and session != session_opt:
+                raise click.UsageError(f"two sessions given: {session!r} and -s {session_opt!r}")
+            session = session_opt
+        return f(*args, session=session, **kwargs)
+
+    return command
 
 
 def open_file(path: str, mode: str) -> Any:

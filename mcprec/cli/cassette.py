@@ -13,6 +13,7 @@ from ._common import (
     _redactor,
     open_file,
     redaction_options,
+    session_choice,
 )
 
 
@@ -117,6 +118,7 @@ def sessions(cassette: str, as_json: bool) -> None:
 @click.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.argument("session", required=False)
+@session_choice
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per message (JSON Lines).")
 @click.option("--body/--no-body", default=False, help="Also print each message's text.")
 @click.option("--stderr/--no-stderr", "with_stderr", default=False,
@@ -218,6 +220,7 @@ def _show_tools(c: Any, s: Any, as_json: bool) -> None:
 @click.command()
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.argument("session", required=False)
+@session_choice
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
               help="Write here instead of stdout.")
 @click.option("--timing/--no-timing", default=True,

@@ -6,10 +6,13 @@ import sys
 
 import click
 
+from ._common import session_choice
+
 
 @click.command("view", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("cassette", type=click.Path(dir_okay=False))
 @click.argument("session", required=False)
+@session_choice
 @click.option("--listen", default="127.0.0.1:0", show_default=True, metavar="HOST:PORT",
               help="Where to serve the page; port 0 picks a free port. The URL is printed on "
                    "stdout.")
