@@ -175,8 +175,7 @@ class _Aging:
     one holds ``LIMIT`` seqs, it becomes the old one and the old one is dropped whole. What it
     forgot is read again from the cassette (indexed) if it is asked for again; replay asks for a
     seq's messages once or twice, close together (its request, its answer, a repeat); one
-    found in the old generation moves to the new. (Its look-up is written out where replay
-    makes it, in ``Matcher.handling`` and ``Matcher._message``: a call less each time.)
+    found in the old generation moves to the new.
 
     Kept for good, every request played left its request and answer behind: memory grew with
     the session (~1.4 KB a small request: 20,000 replayed in-process, peak RSS 144 -> 117 MB),
@@ -190,6 +189,14 @@ class _Aging:
     def __init__(self) -> None:
         self.new: dict[int, Any] = {}
         self.old: dict[int, Any] = {}
+
+    def get(self, seq: int) -> Any:
+        found = self.new.get(seq)
+        if found is None:
+            found = self.old.get(seq)
+            if found is not None:  # still in use: kept on
+                self[seq] = found
+        return found
 
     def __setitem__(self, seq: int, value: Any) -> None:
         new = self.new
@@ -470,21 +477,15 @@ class Matcher:
 
     def handling(self, seq: int) -> list[Message]:
         """What the server sent while handling the recorded request ``seq`` (cached)."""
-        cache = self._handling  # _Aging's get and set, written out: once or twice a request
-        found = cache.new.get(seq)
+        found = self._handling.get(seq)
         if found is None:
-            found = cache.old.get(seq)
-            if found is None:
-                rows = self._handling_rows.pop(seq, None) if seq < self._hi else None
-                keyed = self._key_handling.pop(seq, None) if self._key_handling else None
-                if rows is not None:
-                    found = [message_from_row(r, self.cassette) for r in rows]
-                else:
-                    found = keyed if keyed is not None else self.cassette.handling(self.session,
-                                                                                   seq)
-            cache.new[seq] = found
-            if len(cache.new) >= cache.LIMIT:
-                cache.old, cache.new = cache.new, {}
+            rows = self._handling_rows.pop(seq, None) if seq < self._hi else None
+            keyed = self._key_handling.pop(seq, None) if self._key_handling else None
+            if rows is not None:
+                found = [message_from_row(r, self.cassette) for r in rows]
+            else:
+                found = keyed if keyed is not None else self.cassette.handling(self.session, seq)
+            self._handling[seq] = found
         return found
 
     def _seqs_for_method(self, method: str) -> list[int]:
@@ -499,19 +500,14 @@ class Matcher:
         return found
 
     def _message(self, seq: int) -> Message:
-        cache = self._cache  # as in ``handling``
-        m = cache.new.get(seq)
+        m = self._cache.get(seq)
         if m is None:
-            m = cache.old.get(seq)
-            if m is None:
-                row = self._rows.pop(seq, None)
-                keyed = self._key_requests.pop(seq, None) if self._key_requests else None
-                m = message_from_row(row, self.cassette) if row is not None else (
-                    keyed or self.cassette.message(self.session, seq))
-                assert m is not None
-            cache.new[seq] = m
-            if len(cache.new) >= cache.LIMIT:
-                cache.old, cache.new = cache.new, {}
+            row = self._rows.pop(seq, None)
+            keyed = self._key_requests.pop(seq, None) if self._key_requests else None
+            m = message_from_row(row, self.cassette) if row is not None else (
+                keyed or self.cassette.message(self.session, seq))
+            assert m is not None
+            self._cache[seq] = m
         return m
 
     def _next_client_request(self, after: int) -> Message | None:

@@ -480,7 +480,7 @@ class Playback:
                 # in-process from a 10,000-message cassette, medians of 9 runs)
                 self._plays.pop(key, None)  # as a play registered and finished at once
                 self._flush_stderr(m.t_ns)
-                self._out.append((_with_id(m, rid), key))  # as send() does, a call less
+                self.send(_with_id(m, rid), key)
                 if not found.repeated:
                     followers = self._followers(req.seq)
                     if followers:
