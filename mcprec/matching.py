@@ -159,15 +159,27 @@ def _jsonpath() -> Any:
 
 
 class Match(Plain):
-    """The recorded request that answers an incoming one."""
+    """The recorded request that answers an incoming one: its ``seq``, and its ``request``
+    (a ``Message``, read when first asked for: a request answered from the replay plan
+    never is)."""
 
-    __slots__ = ("request", "repeated")
-    _FIELDS = __slots__
+    __slots__ = ("seq", "repeated", "_request", "_matcher")
+    _FIELDS = ("request", "repeated")
 
-    def __init__(self, request: Message, repeated: bool = False) -> None:
-        self.request = request
+    def __init__(self, request: Message | None, repeated: bool = False, seq: int = -1,
+                 matcher: Matcher | None = None) -> None:
+        self._request = request
+        self.seq = seq if request is None else request.seq
         self.repeated = repeated
         """True when the recorded answers ran out and the last one is reused."""
+        self._matcher = matcher
+
+    @property
+    def request(self) -> Message:
+        if self._request is None:
+            assert self._matcher is not None
+            self._request = self._matcher._message(self.seq)
+        return self._request
 
 
 class _Aging:
@@ -255,6 +267,9 @@ class Matcher:
         self._window_keys: dict[tuple[str, str], list[int]] = {}
         self._rows: dict[int, tuple[Any, ...]] = {}
         self._handling_rows: dict[int, list[tuple[Any, ...]]] = {}
+        # from the replay plan (cassette/plan.py): seq -> its plain answer (head, tail, t_ns)
+        self._plain: dict[int, tuple[bytes, bytes, int]] = {}
+        self._planned = True  # read the plan, while the session has one
         self._whole: set[tuple[str, str]] = set()  # keys read whole by their own query
         self._key_requests: dict[int, Message] = {}  # what those queries read, until used
         self._key_handling: dict[int, list[Message]] = {}
@@ -362,7 +377,7 @@ class Matcher:
         return found, rid
 
     def _played(self, found: Match) -> None:
-        seq = found.request.seq
+        seq = found.seq
         self._pos.played.add(seq)
         if self._end is not None and seq >= self._hi - self._ahead and self._hi < self._end:
             self._read_window()  # read ahead of where the client is
@@ -403,9 +418,9 @@ class Matcher:
         if state.next < len(state.seqs):
             seq = state.seqs[state.next]
             state.next += 1
-            return Match(self._message(seq))
+            return Match(None, False, seq, self)
         if self.options.repeat == "last":
-            return Match(self._message(state.seqs[-1]), repeated=True)
+            return Match(None, True, state.seqs[-1], self)
         return None
 
     def _match_strict(self, obj: dict[str, Any], method: str) -> Match | None:
@@ -440,6 +455,12 @@ class Matcher:
             return
         self._ahead = (hi - lo) // 2
         self._window = min(WINDOW, self._window * 2)
+        if self._planned:
+            plan = self.cassette.plan_window(self.session, lo, hi)
+            if plan is not None:
+                self._read_plan(plan, hi)
+                return
+            self._planned = False
         requests, handling = self.cassette.window(self.session, lo, hi)
         self._hi = hi
         keys = self._window_keys
@@ -458,12 +479,62 @@ class Matcher:
                 if cut is not None and cut[0] not in by_cut:
                     by_cut[cut[0]] = key
                     self._cut_bytes += len(cut[0])
+        self._forget_cuts()
+        for row in handling:
+            self._handling_rows.setdefault(row[_CONTEXT], []).append(row)
+
+    def _forget_cuts(self) -> None:
+        by_cut = self._by_cut
         while by_cut and self._cut_bytes > CUT_BYTES:
             oldest = next(iter(by_cut))
             del by_cut[oldest]
             self._cut_bytes -= len(oldest)
-        for row in handling:
-            self._handling_rows.setdefault(row[_CONTEXT], []).append(row)
+
+    def _read_plan(self, plan: list[tuple[Any, ...]], hi: int) -> None:
+        """``_read_window`` from the replay plan's rows: the requests' keys and cuts as it
+        reads them from whole rows, and each plain answer (``plain``). The requests without one
+        are read whole (``window``) if many, else one by one when played."""
+        self._hi = hi
+        keys = self._window_keys
+        by_cut = self._by_cut
+        plain = self._plain
+        whole = self._whole
+        other: list[int] = []
+        for seq, method, mkey, cut, head, tail, t_ns in plan:
+            key = (method, mkey)
+            if key not in whole:
+                keys.setdefault(key, []).append(seq)
+            if tail is not None:
+                plain[seq] = (head, tail, t_ns)
+            else:
+                other.append(seq)
+            if cut is not None and by_cut is not None and mkey is not None \
+                    and method not in METHOD_ONLY and cut not in by_cut:
+                by_cut[cut] = key
+                self._cut_bytes += len(cut)
+        self._forget_cuts()
+        if len(other) > 8:
+            wanted = set(other)
+            requests, handling = self.cassette.window(self.session, other[0], other[-1] + 1)
+            for row in requests:
+                seq = row[_SEQ]
+                if seq in wanted:
+                    self._rows[seq] = row
+                    self._handling_rows[seq] = []
+            for row in handling:
+                context = row[_CONTEXT]
+                if context in wanted:
+                    self._handling_rows.setdefault(context, []).append(row)
+
+    def plain(self, seq: int) -> tuple[bytes, bytes, int] | None:
+        """The recorded request ``seq``'s plain answer from the replay plan, once: (its text
+        before the id, after it, its time); None for any other (``handling`` says what the
+        server sent)."""
+        found = self._plain.pop(seq, None)
+        if found is not None and self._key_requests:
+            self._key_requests.pop(seq, None)
+            self._key_handling.pop(seq, None)
+        return found
 
     def _read_key(self, method: str, key: str) -> list[int]:
         """Every recorded request with this key, by its own indexed query."""

@@ -245,7 +245,7 @@ def with_id(raw: bytes, rid: Any) -> bytes | None:
     None when the id is not where a look without parsing can be sure it is the message's own:
     right after the opening brace (after ``"jsonrpc"`` at most), or as the last member (before
     ``"jsonrpc"`` at most); the SDKs write it at one of the two."""
-    span = _own_id(raw)
+    span = own_id(raw)
     if span is None:
         return None
     start, end = span
@@ -254,7 +254,7 @@ def with_id(raw: bytes, rid: Any) -> bytes | None:
     return b"".join((raw[:start], id_json(rid), memoryview(raw)[end:]))
 
 
-def _own_id(raw: bytes) -> tuple[int, int] | None:
+def own_id(raw: bytes) -> tuple[int, int] | None:
     """The span of ``raw``'s own id value where a look without parsing can be sure of it (see
     ``with_id``), or None."""
     at_head, at_tail = _ID_AT or _id_patterns()
@@ -270,7 +270,7 @@ def id_cut(raw: bytes) -> tuple[bytes, bytes] | None:
     """``raw`` without its own id's value (the bytes before and after it, joined) and that
     value's text, found where ``with_id`` finds it; None where it finds none. Two messages with
     the same cut differ in their id alone."""
-    span = _own_id(raw)
+    span = own_id(raw)
     if span is None:
         return None
     start, end = span

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import orjson
 
 from .. import wire
+from . import plan
 from .store import Cassette
 
 
@@ -86,6 +87,8 @@ def redact_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> int:
             for sid, manifest in manifests.items():
                 if manifest is not None:
                     c.set_redaction_manifest(sid, manifest)
+            if c.planned:  # the plans of the sessions changed (dropped by triggers), redacted
+                plan.build_ended(conn)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

@@ -157,6 +157,16 @@ ALTER TABLE sessions ADD COLUMN key_scheme TEXT;
 """
 
 
+def _replay_plan(conn: sqlite3.Connection) -> None:
+    """The replay plan's tables and triggers (``plan.SCHEMA``), and the plans of the sessions
+    recorded before them."""
+    from . import plan
+
+    for statement in _statements(plan.SCHEMA):
+        conn.execute(statement)
+    plan.build_ended(conn)
+
+
 MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _INITIAL),
     ("0002_waits_for", _WAITS_FOR),
@@ -164,6 +174,7 @@ MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
     ("0004_redaction_manifest", _REDACTION),
     ("0005_backpressure", _BACKPRESSURE),
     ("0006_key_scheme", _KEY_SCHEME),
+    ("0007_replay_plan", _replay_plan),
 ]
 
 WAITS_FOR_VERSION = 2
@@ -174,6 +185,9 @@ BACKPRESSURE_VERSION = 5
 """The first format version with ``session_backpressure``."""
 KEY_SCHEME_VERSION = 6
 """The first format version whose ``sessions`` has ``key_scheme``."""
+
+PLAN_FORMAT_VERSION = 7
+"""The first format version with ``replay_plan`` and ``replay_plans``."""
 
 FORMAT_VERSION = len(MIGRATIONS)
 

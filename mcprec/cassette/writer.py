@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import orjson
 
 from .. import _log, wire
-from . import schema
+from . import plan, schema
 from .causality import Causality
 from .store import Cassette, Session
 
@@ -303,13 +303,34 @@ class Recorder:
     def finish(self, *, exit_code: int | None = None, status: str = "complete") -> None:
         """Commit what is pending and mark the session ended."""
         self.commit()
+        conn = self._conn
         try:
-            self._conn.execute(
-                "UPDATE sessions SET ended_at = ?, status = ?, exit_code = ? WHERE id = ?",
-                (schema.now_iso(), status, exit_code, self.session.id),
-            )
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(
+                    "UPDATE sessions SET ended_at = ?, status = ?, exit_code = ? WHERE id = ?",
+                    (schema.now_iso(), status, exit_code, self.session.id),
+                )
+                if self.error is None:
+                    self._plan(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
         except sqlite3.Error as e:
             self.error = self.error or e
+
+    def _plan(self, conn: sqlite3.Connection) -> None:
+        """The session's replay plan (``plan.py``), with its end: a reader that sees the session
+        complete sees its plan. Left out if it fails: replay then works without it."""
+        conn.execute("SAVEPOINT plan")
+        try:
+            plan.build(conn, self.session.id)
+        except Exception as e:  # noqa: BLE001 - the recording stands without it
+            conn.execute("ROLLBACK TO plan")
+            _log.warning("record", f"no replay plan for session {self.session.name!r}: {e!r} "
+                         "(it replays without one)")
+        conn.execute("RELEASE plan")
 
     def _fail(self, e: BaseException) -> None:
         if self.error is None:

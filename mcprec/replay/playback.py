@@ -467,6 +467,20 @@ class Playback:
                       started: float, fault: Fault | None = None, raw: bytes = b"") -> None:
         """Play the recorded handling of ``found`` for the client's request ``obj`` (None:
         not parsed yet, ``raw`` is its text)."""
+        plain = self.choice.matcher.plain(found.seq)
+        if plain is not None and fault is None and self.timing is None and not self.ended:
+            # one answer with nothing to wait for, from the replay plan (cassette/plan.py): as
+            # below, without reading the recorded request and answer (two whole rows and a
+            # search for the id in each). 5,000 small requests sent as recorded, in-process:
+            # 148,800 -> 75,600 instructions a request (callgrind); 30.8 -> 11.6-14.5 µs
+            self._plays.pop(key, None)
+            self._flush_stderr(plain[2])
+            self.send(plain[0] + wire.id_json(rid) + plain[1], key)
+            if not found.repeated:
+                followers = self._followers(found.seq)
+                if followers:
+                    self._spawn(followers, (started, found.request.t_ns))
+            return
         req = found.request
         script = self.choice.matcher.handling(req.seq)
         if len(script) == 1 and fault is None and self.timing is None and not self.ended:

@@ -1,0 +1,143 @@
+"""The replay plan: what replay would work out for each recorded request, worked out once.
+
+Replaying a request sent as it was recorded used to read two 15-column rows (the request and the
+server's answer, each a ``Message``) and find the id in both with a regular expression, every
+time. The plan holds, per client request of an ended session, one narrow row: its method and
+match key, its text without its id (``wire.id_cut``), and, when its recorded handling is one
+plain answer (nothing before it, nothing it waited for, no HTTP, not ``initialize``), that
+answer's text cut around its id, so that replay answers with ``head + id + tail``.
+
+A row whose ``head`` is NULL is a request replay plays the full way (``Matcher.handling``).
+Texts longer than ``PLAN_BYTES`` are left out (NULL): what a plan saves a request is a fixed
+cost, nothing next to copying a large text, and the plan repeats the texts it holds.
+
+The plan is derived data:
+- built when a recording ends (``SessionRecorder.finish``), by ``import`` and ``redact`` for the
+  sessions they write, and for every ended session by the migration that adds it;
+- dropped by triggers whenever a session's messages change (an UPDATE or DELETE, an INSERT into
+  a session that has one), by whatever writes them, mcprec or not;
+- read by replay only at ``PLAN_VERSION``: a session without one is replayed the full way, with
+  the same result.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from .. import wire
+
+PLAN_VERSION = 1
+"""What a plan's rows mean; a plan of another version is not read (nor trusted)."""
+PLAN_BYTES = 16 * 1024
+"""The longest request or answer text a plan holds."""
+
+SCHEMA = """
+-- Per client request of an ended session: what replay needs to answer it (cassette/plan.py).
+CREATE TABLE replay_plan (
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,                  -- the request's seq
+    method     TEXT,
+    match_key  TEXT,
+    cut        BLOB,                              -- its text without its id (NULL: none found)
+    head       BLOB,                              -- its plain answer's text before the id
+    tail       BLOB,                              -- ... and after it (NULL: no plain answer)
+    t_ns       INTEGER,                           -- the answer's time
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+-- The sessions that have a plan, and its version.
+CREATE TABLE replay_plans (
+    session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    version    INTEGER NOT NULL
+);
+CREATE TRIGGER replay_plan_stale_on_insert AFTER INSERT ON messages
+WHEN EXISTS (SELECT 1 FROM replay_plans WHERE session_id = NEW.session_id)
+BEGIN
+    DELETE FROM replay_plans WHERE session_id = NEW.session_id;
+    DELETE FROM replay_plan WHERE session_id = NEW.session_id;
+END;
+CREATE TRIGGER replay_plan_stale_on_update AFTER UPDATE ON messages
+WHEN EXISTS (SELECT 1 FROM replay_plans WHERE session_id IN (OLD.session_id, NEW.session_id))
+BEGIN
+    DELETE FROM replay_plans WHERE session_id IN (OLD.session_id, NEW.session_id);
+    DELETE FROM replay_plan WHERE session_id IN (OLD.session_id, NEW.session_id);
+END;
+CREATE TRIGGER replay_plan_stale_on_delete AFTER DELETE ON messages
+WHEN EXISTS (SELECT 1 FROM replay_plans WHERE session_id = OLD.session_id)
+BEGIN
+    DELETE FROM replay_plans WHERE session_id = OLD.session_id;
+    DELETE FROM replay_plan WHERE session_id = OLD.session_id;
+END;
+"""
+
+_PLAIN_KINDS = (wire.RESPONSE, wire.ERROR)
+
+
+def rows(conn: sqlite3.Connection, session_id: int) -> list[tuple[Any, ...]]:
+    """The plan rows of one session, worked out from its messages."""
+    requests = conn.execute(
+        "SELECT seq, method, match_key, CASE WHEN length(raw) > ? THEN NULL ELSE raw END "
+        "FROM messages WHERE session_id = ? AND kind = 'request' "
+        "AND direction = 'client_to_server' ORDER BY seq",
+        (PLAN_BYTES, session_id)).fetchall()
+    # per request handled: (how many messages, the first one's columns)
+    handled: dict[int, list[Any]] = {}
+    for row in conn.execute(
+            "SELECT context_seq, reply_to, kind, waits_for, http IS NOT NULL, t_ns, "
+            "CASE WHEN length(raw) > ? THEN NULL ELSE raw END "
+            "FROM messages INDEXED BY messages_by_context "
+            "WHERE session_id = ? AND context_seq IS NOT NULL "
+            "AND direction = 'server_to_client'", (PLAN_BYTES, session_id)):
+        seen = handled.get(row[0])
+        if seen is None:
+            handled[row[0]] = [1, row]
+        else:
+            seen[0] += 1
+    out: list[tuple[Any, ...]] = []
+    for seq, method, key, raw in requests:
+        cut = wire.id_cut(raw) if raw is not None else None
+        head = tail = t_ns = None
+        seen = handled.get(seq)
+        if seen is not None and seen[0] == 1 and method != "initialize":
+            _, reply_to, kind, waits_for, http, t, answer = seen[1]
+            if reply_to == seq and kind in _PLAIN_KINDS and waits_for is None and not http \
+                    and answer is not None:
+                span = wire.own_id(answer)
+                if span is not None:
+                    head, tail, t_ns = answer[:span[0]], answer[span[1]:], t
+        out.append((session_id, seq, method, key, None if cut is None else cut[0], head, tail,
+                    t_ns))
+    return out
+
+
+def build(conn: sqlite3.Connection, session_id: int) -> None:
+    """Work out and store one session's plan, in place of any it had (in the caller's
+    transaction, if any)."""
+    found = rows(conn, session_id)
+    conn.execute("DELETE FROM replay_plan WHERE session_id = ?", (session_id,))
+    conn.executemany("INSERT INTO replay_plan VALUES (?, ?, ?, ?, ?, ?, ?, ?)", found)
+    conn.execute("INSERT OR REPLACE INTO replay_plans VALUES (?, ?)", (session_id, PLAN_VERSION))
+
+
+def build_ended(conn: sqlite3.Connection) -> None:
+    """Build the plan of every ended session that has none (in the caller's transaction)."""
+    for (sid,) in conn.execute(
+            "SELECT id FROM sessions WHERE status != 'recording' AND id NOT IN "
+            "(SELECT session_id FROM replay_plans)").fetchall():
+        build(conn, sid)
+
+
+def build_now(conn: sqlite3.Connection, session_id: int) -> bool:
+    """``build`` in a transaction of its own (the connection in autocommit mode); False if the
+    cassette could not take it (busy, read-only, full): the session then replays without."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error:
+        return False
+    try:
+        build(conn, session_id)
+        conn.execute("COMMIT")
+        return True
+    except sqlite3.Error:
+        conn.execute("ROLLBACK")
+        return False
