@@ -267,8 +267,9 @@ class Matcher:
         self._window_keys: dict[tuple[str, str], list[int]] = {}
         self._rows: dict[int, tuple[Any, ...]] = {}
         self._handling_rows: dict[int, list[tuple[Any, ...]]] = {}
-        # from the replay plan (cassette/plan.py): seq -> its plain answer (head, tail, t_ns)
-        self._plain: dict[int, tuple[bytes, bytes, int]] = {}
+        # from the replay plan (cassette/plan.py): seq -> its plain answer (its text, where its
+        # id starts and ends, its time)
+        self._plain: dict[int, tuple[bytes, int, int, int]] = {}
         self._planned = True  # read the plan, while the session has one
         self._whole: set[tuple[str, str]] = set()  # keys read whole by their own query
         self._key_requests: dict[int, Message] = {}  # what those queries read, until used
@@ -500,18 +501,20 @@ class Matcher:
         plain = self._plain
         whole = self._whole
         other: list[int] = []
-        for seq, method, mkey, cut, head, tail, t_ns in plan:
+        for seq, method, mkey, raw, at, end, answer, answer_at, answer_end, t_ns in plan:
             key = (method, mkey)
             if key not in whole:
                 keys.setdefault(key, []).append(seq)
-            if tail is not None:
-                plain[seq] = (head, tail, t_ns)
+            if answer is not None:
+                plain[seq] = (answer, answer_at, answer_end, t_ns)
             else:
                 other.append(seq)
-            if cut is not None and by_cut is not None and mkey is not None \
-                    and method not in METHOD_ONLY and cut not in by_cut:
-                by_cut[cut] = key
-                self._cut_bytes += len(cut)
+            if raw is not None and by_cut is not None and mkey is not None \
+                    and method not in METHOD_ONLY:
+                cut = raw[:at] + raw[end:]
+                if cut not in by_cut:
+                    by_cut[cut] = key
+                    self._cut_bytes += len(cut)
         self._forget_cuts()
         if len(other) > 8:
             wanted = set(other)
@@ -526,10 +529,10 @@ class Matcher:
                 if context in wanted:
                     self._handling_rows.setdefault(context, []).append(row)
 
-    def plain(self, seq: int) -> tuple[bytes, bytes, int] | None:
-        """The recorded request ``seq``'s plain answer from the replay plan, once: (its text
-        before the id, after it, its time); None for any other (``handling`` says what the
-        server sent)."""
+    def plain(self, seq: int) -> tuple[bytes, int, int, int] | None:
+        """The recorded request ``seq``'s plain answer from the replay plan, once: (its text,
+        where its id's value starts and ends, its time); None for any other (``handling``
+        says what the server sent)."""
         found = self._plain.pop(seq, None)
         if found is not None and self._key_requests:
             self._key_requests.pop(seq, None)

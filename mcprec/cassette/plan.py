@@ -1,15 +1,18 @@
 """The replay plan: what replay would work out for each recorded request, worked out once.
 
 Replaying a request sent as it was recorded used to read two 15-column rows (the request and the
-server's answer, each a ``Message``) and find the id in both with a regular expression, every
-time. The plan holds, per client request of an ended session, one narrow row: its method and
-match key, its text without its id (``wire.id_cut``), and, when its recorded handling is one
-plain answer (nothing before it, nothing it waited for, no HTTP, not ``initialize``), that
-answer's text cut around its id, so that replay answers with ``head + id + tail``.
+server's answer, the answer through an index) and find the id in both with a regular
+expression, every time. The plan holds, per client request of an ended session, one row of
+integers: the request's ``messages.id`` and where its id's value lies in its text (so that its
+text without the id, ``wire.id_cut``, is two slices), and, when the server's whole handling of
+it is one plain answer (nothing before it, nothing it waited for, no HTTP, not
+``initialize``), that answer's ``messages.id`` and where its id lies, so that replay answers
+with the text around it and the client's id between. Replay reads a window of it joined to the
+two texts by their row ids.
 
-A row whose ``head`` is NULL is a request replay plays the full way (``Matcher.handling``).
-Texts longer than ``PLAN_BYTES`` are left out (NULL): what a plan saves a request is a fixed
-cost, nothing next to copying a large text, and the plan repeats the texts it holds.
+A row without an answer is a request replay plays the full way (``Matcher.handling``). Texts
+longer than ``PLAN_BYTES`` are left out: what a plan saves a request is a fixed cost, nothing
+next to copying a large text. The plan holds no text of its own: nothing in it to redact.
 
 The plan is derived data:
 - built when a recording ends (``SessionRecorder.finish``), by ``import`` and ``redact`` for the
@@ -30,19 +33,21 @@ from .. import wire
 PLAN_VERSION = 1
 """What a plan's rows mean; a plan of another version is not read (nor trusted)."""
 PLAN_BYTES = 16 * 1024
-"""The longest request or answer text a plan holds."""
+"""The longest request or answer text a plan points to."""
+CHUNK = 20_000
+"""A plan is worked out this many seqs at a time."""
 
 SCHEMA = """
 -- Per client request of an ended session: what replay needs to answer it (cassette/plan.py).
 CREATE TABLE replay_plan (
     session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     seq        INTEGER NOT NULL,                  -- the request's seq
-    method     TEXT,
-    match_key  TEXT,
-    cut        BLOB,                              -- its text without its id (NULL: none found)
-    head       BLOB,                              -- its plain answer's text before the id
-    tail       BLOB,                              -- ... and after it (NULL: no plain answer)
-    t_ns       INTEGER,                           -- the answer's time
+    request    INTEGER NOT NULL,                  -- its messages.id
+    id_at      INTEGER,                           -- where its id's value starts in its text
+    id_end     INTEGER,                           -- ... and ends (NULL: none found, too long)
+    answer     INTEGER,                           -- messages.id of its plain answer (or NULL)
+    answer_id_at  INTEGER,                        -- where that answer's id's value starts
+    answer_id_end INTEGER,                        -- ... and ends
     PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
 -- The sessions that have a plan, and its version.
@@ -73,49 +78,53 @@ END;
 _PLAIN_KINDS = (wire.RESPONSE, wire.ERROR)
 
 
-def rows(conn: sqlite3.Connection, session_id: int) -> list[tuple[Any, ...]]:
-    """The plan rows of one session, worked out from its messages."""
+def rows(conn: sqlite3.Connection, session_id: int, lo: int, hi: int) -> list[tuple[Any, ...]]:
+    """The plan rows of one session's client requests at seqs ``lo`` to ``hi - 1``, worked
+    out from its messages."""
     requests = conn.execute(
-        "SELECT seq, method, match_key, CASE WHEN length(raw) > ? THEN NULL ELSE raw END "
-        "FROM messages WHERE session_id = ? AND kind = 'request' "
+        "SELECT seq, id, method, CASE WHEN length(raw) > ? THEN NULL ELSE raw END "
+        "FROM messages WHERE session_id = ? AND seq >= ? AND seq < ? AND kind = 'request' "
         "AND direction = 'client_to_server' ORDER BY seq",
-        (PLAN_BYTES, session_id)).fetchall()
+        (PLAN_BYTES, session_id, lo, hi)).fetchall()
     # per request handled: (how many messages, the first one's columns)
     handled: dict[int, list[Any]] = {}
     for row in conn.execute(
-            "SELECT context_seq, reply_to, kind, waits_for, http IS NOT NULL, t_ns, "
+            "SELECT context_seq, id, reply_to, kind, waits_for, http IS NOT NULL, "
             "CASE WHEN length(raw) > ? THEN NULL ELSE raw END "
             "FROM messages INDEXED BY messages_by_context "
-            "WHERE session_id = ? AND context_seq IS NOT NULL "
-            "AND direction = 'server_to_client'", (PLAN_BYTES, session_id)):
+            "WHERE session_id = ? AND context_seq >= ? AND context_seq < ? "
+            "AND direction = 'server_to_client'", (PLAN_BYTES, session_id, lo, hi)):
         seen = handled.get(row[0])
         if seen is None:
             handled[row[0]] = [1, row]
         else:
             seen[0] += 1
     out: list[tuple[Any, ...]] = []
-    for seq, method, key, raw in requests:
-        cut = wire.id_cut(raw) if raw is not None else None
-        head = tail = t_ns = None
+    for seq, mid, method, raw in requests:
+        span = wire.own_id(raw) if raw is not None else None
+        answer = answer_span = None
         seen = handled.get(seq)
         if seen is not None and seen[0] == 1 and method != "initialize":
-            _, reply_to, kind, waits_for, http, t, answer = seen[1]
+            _, aid, reply_to, kind, waits_for, http, text = seen[1]
             if reply_to == seq and kind in _PLAIN_KINDS and waits_for is None and not http \
-                    and answer is not None:
-                span = wire.own_id(answer)
-                if span is not None:
-                    head, tail, t_ns = answer[:span[0]], answer[span[1]:], t
-        out.append((session_id, seq, method, key, None if cut is None else cut[0], head, tail,
-                    t_ns))
+                    and text is not None:
+                answer_span = wire.own_id(text)
+                if answer_span is not None:
+                    answer = aid
+        out.append((session_id, seq, mid, *(span or (None, None)), answer,
+                    *(answer_span or (None, None))))
     return out
 
 
 def build(conn: sqlite3.Connection, session_id: int) -> None:
     """Work out and store one session's plan, in place of any it had (in the caller's
     transaction, if any)."""
-    found = rows(conn, session_id)
     conn.execute("DELETE FROM replay_plan WHERE session_id = ?", (session_id,))
-    conn.executemany("INSERT INTO replay_plan VALUES (?, ?, ?, ?, ?, ?, ?, ?)", found)
+    last = conn.execute("SELECT coalesce(max(seq), -1) FROM messages WHERE session_id = ?",
+                        (session_id,)).fetchone()[0]
+    for lo in range(0, last + 1, CHUNK):  # memory stays flat, however long the session
+        conn.executemany("INSERT INTO replay_plan VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         rows(conn, session_id, lo, lo + CHUNK))
     conn.execute("INSERT OR REPLACE INTO replay_plans VALUES (?, ?)", (session_id, PLAN_VERSION))
 
 

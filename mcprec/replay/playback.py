@@ -472,10 +472,11 @@ class Playback:
             # one answer with nothing to wait for, from the replay plan (cassette/plan.py): as
             # below, without reading the recorded request and answer (two whole rows and a
             # search for the id in each). 5,000 small requests sent as recorded, in-process:
-            # 148,800 -> 75,600 instructions a request (callgrind); 30.8 -> 11.6-14.5 µs
+            # 148,800 -> 83,600 instructions a request (callgrind); 30.8 -> 10.1-11.5 µs
             self._plays.pop(key, None)
-            self._flush_stderr(plain[2])
-            self.send(plain[0] + wire.id_json(rid) + plain[1], key)
+            text = plain[0]
+            self._flush_stderr(plain[3])
+            self.send(text[:plain[1]] + wire.id_json(rid) + text[plain[2]:], key)
             if not found.repeated:
                 followers = self._followers(found.seq)
                 if followers:
