@@ -150,8 +150,6 @@ def test_the_plan_answers_the_client_s_ids(cassette: Path) -> None:
     "UPDATE messages SET raw = CAST(replace(CAST(raw AS TEXT), 'same #2', 'other') AS BLOB) "
     "WHERE instr(CAST(raw AS TEXT), 'same #2') > 0",
     "DELETE FROM messages WHERE seq = (SELECT max(seq) FROM messages)",
-    "INSERT INTO messages (session_id, seq, t_ns, direction, kind, size, raw) "
-    "VALUES (1, 1000, 1, 'server_to_client', 'notification', 2, '{}')",
 ])
 def test_any_change_to_a_session_s_messages_drops_its_plan(cassette: Path, change: str) -> None:
     with sqlite3.connect(cassette) as conn:
@@ -161,6 +159,27 @@ def test_any_change_to_a_session_s_messages_drops_its_plan(cassette: Path, chang
     out, _ = _replay(cassette)
     if "UPDATE" in change:  # what replay answers is what the cassette now holds
         assert b'"text":"other"' in out
+
+
+def test_a_session_continued_has_its_plan_dropped_then_rebuilt(cassette: Path) -> None:
+    """As ``replay --mode new_episodes`` appends what the real server answered."""
+    from mcprec.cassette import SessionWriter
+
+    c = Cassette.open(cassette)
+    s = c.session("s")
+    last_seq, _ = c.last_position(s)
+    w = SessionWriter(c, s, first_seq=last_seq + 1)
+    w.message(wire.CLIENT_TO_SERVER, _call(30, "new"))
+    assert w.sync(timeout=10)
+    assert _planned_sessions(cassette) == [] and _plan(cassette) == []
+    w.message(wire.SERVER_TO_CLIENT, _result(30, "new answer"))
+    w.close()
+    assert _planned_sessions(cassette) == [(1, PLAN_VERSION)]
+    assert _plan(cassette)[-1] == (last_seq + 1, "tools/call", True, True)
+    p = subprocess.run([sys.executable, "-m", "mcprec", "replay", str(cassette)],
+                       input=INIT + b"\n" + _call(31, "new") + b"\n", capture_output=True,
+                       timeout=60, check=True)
+    assert b'"id":31,"result":{"content":[{"type":"text","text":"new answer"}]}' in p.stdout
 
 
 def test_a_change_to_another_session_leaves_a_plan(cassette: Path, tmp_path: Path) -> None:
@@ -197,7 +216,7 @@ def test_redact_rebuilds_the_plan_from_the_redacted_messages(tmp_path: Path) -> 
 def _as_format_6(path: Path) -> None:
     """``path`` as the mcprec before the plan left it: no plan tables, triggers or migration."""
     with sqlite3.connect(path) as conn:
-        for trigger in ("insert", "update", "delete"):
+        for trigger in ("update", "delete"):
             conn.execute(f"DROP TRIGGER replay_plan_stale_on_{trigger}")
         conn.execute("DROP TABLE replay_plan")
         conn.execute("DROP TABLE replay_plans")

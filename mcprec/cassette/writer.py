@@ -159,6 +159,7 @@ class Recorder:
         self._meta: dict[str, Any] = {}
         self._last_client = -1  # seq of the client's latest message
         self._causality = Causality()
+        self._unplanned = False  # the session's replay plan dropped (at the first commit)
         self._client_noted = False
         self._server_noted = False
 
@@ -272,6 +273,9 @@ class Recorder:
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
                     if rows:
+                        if not self._unplanned:  # a session continued: its plan is stale
+                            plan.drop(self._conn, self.session.id)
+                            self._unplanned = True
                         self._insert(rows)
                     if errs:
                         self._conn.executemany(
