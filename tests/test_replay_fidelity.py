@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -127,6 +128,8 @@ def test_killed_session_is_repaired_as_incomplete(killed: Path) -> None:
     assert out.returncode == 0, out.stderr
     sessions = json.loads(out.stdout)
     assert [(s["name"], s["status"]) for s in sessions] == [("killed", "incomplete")]
+    with sqlite3.connect(killed) as conn:  # ended now, with its replay plan
+        assert conn.execute("SELECT count(*) FROM replay_plans").fetchone()[0] == 1
 
 
 def test_request_cut_off_by_kill_gets_an_error_at_once(killed: Path, tmp_path: Path) -> None:

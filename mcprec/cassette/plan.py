@@ -15,8 +15,9 @@ longer than ``PLAN_BYTES`` are left out: what a plan saves a request is a fixed 
 next to copying a large text. The plan holds no text of its own: nothing in it to redact.
 
 The plan is derived data:
-- built when a recording ends (``SessionRecorder.finish``), by ``import`` and ``redact`` for the
-  sessions they write, and for every ended session by the migration that adds it;
+- built when a recording ends (``Recorder.finish``), by ``import`` and ``redact`` for the
+  sessions they write, for a session whose recorder died when a reader marks it incomplete,
+  and for every ended session by the migration that adds it;
 - dropped by triggers whenever a message of a session is updated or deleted, by whatever
   writes it, mcprec or not, and by a recorder that continues a session (``replay --mode
   new_episodes``) at its first commit. No trigger watches INSERTs: any trigger on them, even

@@ -578,11 +578,22 @@ def _repair_abandoned(conn: sqlite3.Connection, *, wait: bool = False) -> None:
     if not dead:
         return
     try:
-        conn.executemany(
-            "UPDATE sessions SET status = 'incomplete', ended_at = coalesce(ended_at, ?) "
-            "WHERE id = ? AND status = 'recording'",
-            [(schema.now_iso(), i) for i in dead],
-        )
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(
+                "UPDATE sessions SET status = 'incomplete', ended_at = coalesce(ended_at, ?) "
+                "WHERE id = ? AND status = 'recording'",
+                [(schema.now_iso(), i) for i in dead],
+            )
+            if (schema.read_format_version(conn) or 0) >= schema.PLAN_FORMAT_VERSION:
+                from . import plan
+
+                for sid in dead:  # ended now: replayed from a plan, as any other
+                    plan.build(conn, sid)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
     except sqlite3.OperationalError:  # read-only or busy: repair next time
         pass
 
