@@ -289,3 +289,22 @@ def test_replay_answers_from_the_plan(cassette: Path) -> None:
     assert lines[6]["method"] == "notifications/progress"
     assert lines[7]["result"]["content"][0]["text"] == "slow done"
     assert [line["id"] for line in lines[1:6]] == [11, 12, "aA", 14, 15]
+
+
+def test_a_text_stored_as_text_is_left_to_the_full_way(cassette: Path) -> None:
+    """A message whose text was stored as TEXT (by hand, not by mcprec) has no plan entry,
+    and its session still opens, plans and replays."""
+    with sqlite3.connect(cassette) as conn:
+        conn.execute("UPDATE messages SET raw = CAST(raw AS TEXT) "
+                     "WHERE instr(CAST(raw AS TEXT), 'same #1') > 0 "
+                     "OR (kind = 'request' AND instr(CAST(raw AS TEXT), '\"fail\"') > 0)")
+    assert _planned_sessions(cassette) == []
+    _as_format_6(cassette)
+    out, _ = _replay(cassette)  # opening migrates it: the plan is built
+    assert _planned_sessions(cassette) == [(1, PLAN_VERSION)]
+    plan = {seq: (cut, plain) for seq, _, cut, plain in _plan(cassette)}
+    assert sum(1 for cut, plain in plan.values() if not plain) == 5  # 4 as before, "same #1"
+    # the request for "fail": matched by its parsed form, its answer still from the plan
+    assert sum(1 for cut, plain in plan.values() if not cut) == 1
+    assert b'"id":11,"result":{"content":[{"type":"text","text":"same #1"}]}' in out
+    assert b'"id":15,"error"' in out

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import wire
+from .store import text_bytes
 
 _LIMIT = 10_000  # requests remembered; causes are recent, and recording must stay bounded
 
@@ -97,6 +98,6 @@ def backfill(conn: Any) -> None:
 
 def _parse(raw: bytes) -> Any:
     try:
-        return wire.loads(bytes(raw))
+        return wire.loads(text_bytes(raw))
     except ValueError:
         return None

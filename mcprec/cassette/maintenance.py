@@ -13,7 +13,7 @@ import orjson
 
 from .. import wire
 from . import plan
-from .store import Cassette
+from .store import Cassette, text_bytes
 
 
 class _Redactor(Protocol):
@@ -60,7 +60,7 @@ def redact_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> int:
             updates = []
             for mid, sid, raw, http, kind, method in rows:
                 r = per.get(sid, redactor)
-                raw = bytes(raw)
+                raw = text_bytes(raw)
                 new = r.redact(raw)
                 new_http = _redact_http(http, r) if http else http
                 if new != raw or new_http != http:

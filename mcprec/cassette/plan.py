@@ -99,13 +99,14 @@ def rows(conn: sqlite3.Connection, session_id: int, lo: int, hi: int) -> list[tu
             seen[0] += 1
     out: list[tuple[Any, ...]] = []
     for seq, mid, method, raw in requests:
-        span = wire.own_id(raw) if raw is not None else None
+        # a text stored as TEXT, not BLOB (by hand): matched the full way
+        span = wire.own_id(raw) if type(raw) is bytes else None
         answer = answer_span = None
         seen = handled.get(seq)
         if seen is not None and seen[0] == 1 and method != "initialize":
             _, aid, reply_to, kind, waits_for, http, text = seen[1]
             if reply_to == seq and kind in _PLAIN_KINDS and waits_for is None and not http \
-                    and text is not None:
+                    and type(text) is bytes:
                 answer_span = wire.own_id(text)
                 if answer_span is not None:
                     answer = aid
@@ -137,4 +138,9 @@ def build_ended(conn: sqlite3.Connection) -> None:
     for (sid,) in conn.execute(
             "SELECT id FROM sessions WHERE status != 'recording' AND id NOT IN "
             "(SELECT session_id FROM replay_plans)").fetchall():
-        build(conn, sid)
+        conn.execute("SAVEPOINT plan")
+        try:
+            build(conn, sid)
+        except Exception:  # noqa: BLE001 - that session replays without one
+            conn.execute("ROLLBACK TO plan")
+        conn.execute("RELEASE plan")

@@ -396,6 +396,12 @@ _LOOKUP_RAW = f"CASE WHEN length(raw) > {STORED_APART} THEN length(raw) ELSE raw
 _LATEST = ("coalesce(s.ended_at, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) DESC, s.id DESC")
 
 
+def text_bytes(raw: Any) -> bytes:
+    """A message's stored text as bytes: a BLOB, as mcprec writes it, or a TEXT, as a hand
+    edit with the ``sqlite3`` shell writes it (``UPDATE messages SET raw = '...'``)."""
+    return raw.encode() if type(raw) is str else bytes(raw)
+
+
 def message_from_row(row: tuple[Any, ...], cassette: Cassette | None = None) -> Message:
     """A ``Message`` from a row of the columns ``MESSAGE_FIELDS`` names, in that order; a
     ``StoredMessage`` of ``cassette`` when the row holds the text's length instead of the text
@@ -406,7 +412,8 @@ def message_from_row(row: tuple[Any, ...], cassette: Cassette | None = None) -> 
         assert cassette is not None, "a row without its text needs the cassette it came from"
         return StoredMessage(row, cassette)
     return Message(id_, sid, seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq,
-                   follows, key, bytes(raw), None if http is None else orjson.loads(http),
+                   follows, key, raw if type(raw) is bytes else text_bytes(raw),
+                   None if http is None else orjson.loads(http),
                    waits_for)
 
 

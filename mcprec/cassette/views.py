@@ -25,7 +25,7 @@ import orjson
 from .. import __version__
 from ..errors import CassetteError, FormatTooNewError, NotACassetteError
 from . import schema
-from .store import BUSY_TIMEOUT_S, Cassette, Session
+from .store import BUSY_TIMEOUT_S, Cassette, Session, text_bytes
 
 # --- opening ----------------------------------------------------------------------------------
 
@@ -111,7 +111,7 @@ class Brief:
 def _brief(row: tuple[Any, ...]) -> Brief:
     seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq, size, http, raw = row
     return Brief(seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq, size,
-                 orjson.loads(http) if http else None, bytes(raw) if raw is not None else None)
+                 orjson.loads(http) if http else None, text_bytes(raw) if raw is not None else None)
 
 
 def _translate(path: Path, e: sqlite3.Error) -> CassetteError:
