@@ -14,8 +14,7 @@ import orjson
 import pytest
 
 from mcprec import wire
-from mcprec.cassette import Cassette, open_session_writer
-from mcprec.cassette import schema
+from mcprec.cassette import Cassette, open_session_writer, schema
 from mcprec.cassette.plan import PLAN_BYTES, PLAN_VERSION
 
 INIT = orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -147,8 +146,8 @@ def test_the_plan_answers_the_client_s_ids(cassette: Path) -> None:
 
 
 @pytest.mark.parametrize("change", [
-    "UPDATE messages SET raw = CAST(replace(CAST(raw AS TEXT), 'same #2', 'other') AS BLOB) "
-    "WHERE instr(CAST(raw AS TEXT), 'same #2') > 0",
+    ("UPDATE messages SET raw = CAST(replace(CAST(raw AS TEXT), 'same #2', 'other') AS BLOB) "
+     "WHERE instr(CAST(raw AS TEXT), 'same #2') > 0"),
     "DELETE FROM messages WHERE seq = (SELECT max(seq) FROM messages)",
 ])
 def test_any_change_to_a_session_s_messages_drops_its_plan(cassette: Path, change: str) -> None:
