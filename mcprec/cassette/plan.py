@@ -1,14 +1,17 @@
 """The replay plan: what replay would work out for each recorded request, worked out once.
 
-Replaying a request sent as it was recorded used to read two 15-column rows (the request and the
-server's answer, the answer through an index) and find the id in both with a regular
-expression, every time. The plan holds, per client request of an ended session, one row of
-integers: the request's ``messages.id`` and where its id's value lies in its text (so that its
-text without the id, ``wire.id_cut``, is two slices), and, when the server's whole handling of
-it is one plain answer (nothing before it, nothing it waited for, no HTTP, not
-``initialize``), that answer's ``messages.id`` and where its id lies, so that replay answers
-with the text around it and the client's id between. Replay reads a window of it joined to the
-two texts by their row ids.
+Replaying a request sent as it was recorded used to read two 15-column rows, the request and
+the server's answer (the answer through an index), and to search both for their ids with a
+regular expression, every time. The plan holds one row of integers per client request of an
+ended session:
+
+- the request's ``messages.id``, and where its id's value lies in its text: its text without
+  the id (``wire.id_cut``) is then two slices;
+- when the server's whole handling of it is one plain answer (nothing before it, nothing it
+  waited for, no HTTP, not ``initialize``): that answer's ``messages.id``, and where its id
+  lies. Replay answers with the text around it and the client's id between.
+
+Replay reads the plan a window at a time, joined to the two texts by their row ids.
 
 A row without an answer is a request replay plays the full way (``Matcher.handling``). Texts
 longer than ``PLAN_BYTES`` are left out: what a plan saves a request is a fixed cost, nothing
