@@ -464,25 +464,65 @@ class Matcher:
             self._planned = False
         requests, handling = self.cassette.window(self.session, lo, hi)
         self._hi = hi
-        keys = self._window_keys
-        by_cut = self._by_cut
+        self._hold(requests, handling)
+        for row in requests:
+            key = (row[_METHOD], row[_KEY])
+            raw = row[_RAW]
+            if self._index(row[_SEQ], key) and type(raw) is bytes:
+                cut = wire.id_cut(raw)
+                if cut is not None:
+                    self._know_cut(cut[0], key)
+        self._forget_cuts()
+
+    def _read_plan(self, plan: list[tuple[Any, ...]], hi: int) -> None:
+        """``_read_window`` from the replay plan's rows: the requests' keys and cuts as it
+        reads them from whole rows, and each plain answer (``plain``). The requests without one
+        are read whole (``window``) if many, else one by one when played."""
+        self._hi = hi
+        plain = self._plain
+        other: list[int] = []
+        for seq, method, mkey, raw, at, end, answer, answer_at, answer_end, t_ns in plan:
+            key = (method, mkey)
+            if answer is not None:
+                plain[seq] = (answer, answer_at, answer_end, t_ns)
+            else:
+                other.append(seq)
+            if self._index(seq, key) and raw is not None:
+                self._know_cut(raw[:at] + raw[end:], key)
+        self._forget_cuts()
+        if len(other) > 8:
+            self._hold(*self.cassette.window(self.session, other[0], other[-1] + 1),
+                       wanted=set(other))
+
+    def _hold(self, requests: list[tuple[Any, ...]], handling: list[tuple[Any, ...]],
+              wanted: set[int] | None = None) -> None:
+        """Keep a window's rows (of the requests ``wanted``, or all) until their requests are
+        played (``_message``, ``handling``)."""
         for row in requests:
             seq = row[_SEQ]
-            self._rows[seq] = row
-            self._handling_rows[seq] = []
-            key = (row[_METHOD], row[_KEY])
-            if key not in self._whole:
-                keys.setdefault(key, []).append(seq)
-            raw = row[_RAW]
-            if by_cut is not None and type(raw) is bytes and key[1] is not None \
-                    and key[0] not in METHOD_ONLY:
-                cut = wire.id_cut(raw)
-                if cut is not None and cut[0] not in by_cut:
-                    by_cut[cut[0]] = key
-                    self._cut_bytes += len(cut[0])
-        self._forget_cuts()
+            if wanted is None or seq in wanted:
+                self._rows[seq] = row
+                self._handling_rows[seq] = []
         for row in handling:
-            self._handling_rows.setdefault(row[_CONTEXT], []).append(row)
+            context = row[_CONTEXT]
+            if wanted is None or context in wanted:
+                self._handling_rows.setdefault(context, []).append(row)
+
+    def _index(self, seq: int, key: tuple[str, str]) -> bool:
+        """Index a request read ahead by its key; whether it is to be matched by its bytes
+        (``match_bytes``: keyed matching, a stored key, not matched by its method alone)."""
+        if key not in self._whole:
+            self._window_keys.setdefault(key, []).append(seq)
+        return self._by_cut is not None and key[1] is not None and key[0] not in METHOD_ONLY
+
+    def _know_cut(self, cut: bytes, key: tuple[str, str]) -> None:
+        """``match_bytes`` finds ``key`` by a request's bytes without its id; the first request
+        read with these bytes keeps them."""
+        by_cut = self._by_cut
+        assert by_cut is not None
+        if cut not in by_cut:
+            by_cut[cut] = key
+            self._cut_bytes += len(cut)
 
     def _forget_cuts(self) -> None:
         by_cut = self._by_cut
@@ -490,44 +530,6 @@ class Matcher:
             oldest = next(iter(by_cut))
             del by_cut[oldest]
             self._cut_bytes -= len(oldest)
-
-    def _read_plan(self, plan: list[tuple[Any, ...]], hi: int) -> None:
-        """``_read_window`` from the replay plan's rows: the requests' keys and cuts as it
-        reads them from whole rows, and each plain answer (``plain``). The requests without one
-        are read whole (``window``) if many, else one by one when played."""
-        self._hi = hi
-        keys = self._window_keys
-        by_cut = self._by_cut
-        plain = self._plain
-        whole = self._whole
-        other: list[int] = []
-        for seq, method, mkey, raw, at, end, answer, answer_at, answer_end, t_ns in plan:
-            key = (method, mkey)
-            if key not in whole:
-                keys.setdefault(key, []).append(seq)
-            if answer is not None:
-                plain[seq] = (answer, answer_at, answer_end, t_ns)
-            else:
-                other.append(seq)
-            if raw is not None and by_cut is not None and mkey is not None \
-                    and method not in METHOD_ONLY:
-                cut = raw[:at] + raw[end:]
-                if cut not in by_cut:
-                    by_cut[cut] = key
-                    self._cut_bytes += len(cut)
-        self._forget_cuts()
-        if len(other) > 8:
-            wanted = set(other)
-            requests, handling = self.cassette.window(self.session, other[0], other[-1] + 1)
-            for row in requests:
-                seq = row[_SEQ]
-                if seq in wanted:
-                    self._rows[seq] = row
-                    self._handling_rows[seq] = []
-            for row in handling:
-                context = row[_CONTEXT]
-                if context in wanted:
-                    self._handling_rows.setdefault(context, []).append(row)
 
     def plain(self, seq: int) -> tuple[bytes, int, int, int] | None:
         """The recorded request ``seq``'s plain answer from the replay plan, once: (its text,

@@ -4,7 +4,6 @@ migration; and a replay from it answers byte for byte as a replay without it."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -17,12 +16,9 @@ from mcprec import wire
 from mcprec.cassette import Cassette, open_session_writer, schema
 from mcprec.cassette.plan import PLAN_BYTES, PLAN_VERSION
 
-INIT = orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {},
-    "clientInfo": {"name": "t", "version": "1"}}})
-INIT_ANSWER = orjson.dumps({"jsonrpc": "2.0", "id": 0, "result": {
-    "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
-    "serverInfo": {"name": "echo", "version": "1"}}})
+from helpers import INITIALIZE_ANSWER_LINE, INITIALIZE_LINE, copy_cassette
+
+INIT, INIT_ANSWER = INITIALIZE_LINE, INITIALIZE_ANSWER_LINE
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
 
@@ -121,7 +117,7 @@ def test_the_plan_answers_as_the_full_way_does(cassette: Path, tmp_path: Path) -
     planned, planned_err = _replay(cassette)
     (tmp_path / "without").mkdir()
     without = tmp_path / "without" / "c.db"
-    shutil.copy(cassette, without)
+    copy_cassette(cassette, without)
     with sqlite3.connect(without) as conn:
         conn.execute("DELETE FROM replay_plans")
     assert _planned_sessions(without) == []

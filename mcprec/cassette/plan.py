@@ -130,6 +130,20 @@ def build(conn: sqlite3.Connection, session_id: int) -> None:
     conn.execute("INSERT OR REPLACE INTO replay_plans VALUES (?, ?)", (session_id, PLAN_VERSION))
 
 
+def build_or_skip(conn: sqlite3.Connection, session_id: int) -> Exception | None:
+    """``build`` in a savepoint of the caller's transaction; what it raised, if it failed (the
+    session then has no plan, and replays the full way)."""
+    conn.execute("SAVEPOINT plan")
+    try:
+        build(conn, session_id)
+    except Exception as e:  # noqa: BLE001 - a session stands without its plan
+        conn.execute("ROLLBACK TO plan")
+        return e
+    finally:
+        conn.execute("RELEASE plan")
+    return None
+
+
 def drop(conn: sqlite3.Connection, session_id: int) -> None:
     """Drop one session's plan (in the caller's transaction)."""
     conn.execute("DELETE FROM replay_plans WHERE session_id = ?", (session_id,))
@@ -141,9 +155,4 @@ def build_ended(conn: sqlite3.Connection) -> None:
     for (sid,) in conn.execute(
             "SELECT id FROM sessions WHERE status != 'recording' AND id NOT IN "
             "(SELECT session_id FROM replay_plans)").fetchall():
-        conn.execute("SAVEPOINT plan")
-        try:
-            build(conn, sid)
-        except Exception:  # noqa: BLE001 - that session replays without one
-            conn.execute("ROLLBACK TO plan")
-        conn.execute("RELEASE plan")
+        build_or_skip(conn, sid)

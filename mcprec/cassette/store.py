@@ -596,7 +596,7 @@ def _repair_abandoned(conn: sqlite3.Connection, *, wait: bool = False) -> None:
                 from . import plan
 
                 for sid in dead:  # ended now: replayed from a plan, as any other
-                    plan.build(conn, sid)
+                    plan.build_or_skip(conn, sid)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

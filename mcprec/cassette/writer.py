@@ -315,26 +315,19 @@ class Recorder:
                     "UPDATE sessions SET ended_at = ?, status = ?, exit_code = ? WHERE id = ?",
                     (schema.now_iso(), status, exit_code, self.session.id),
                 )
-                if self.error is None:
-                    self._plan(conn)
+                # with its end: a reader that sees the session complete sees its plan
+                failed = plan.build_or_skip(conn, self.session.id) if self.error is None \
+                    else None
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as e:
             self.error = self.error or e
-
-    def _plan(self, conn: sqlite3.Connection) -> None:
-        """The session's replay plan (``plan.py``), with its end: a reader that sees the session
-        complete sees its plan. Left out if it fails: replay then works without it."""
-        conn.execute("SAVEPOINT plan")
-        try:
-            plan.build(conn, self.session.id)
-        except Exception as e:  # noqa: BLE001 - the recording stands without it
-            conn.execute("ROLLBACK TO plan")
-            _log.warning("record", f"no replay plan for session {self.session.name!r}: {e!r} "
-                         "(it replays without one)")
-        conn.execute("RELEASE plan")
+            return
+        if failed is not None:
+            _log.warning("record", f"no replay plan for session {self.session.name!r}: "
+                         f"{failed!r} (it replays without one)")
 
     def _fail(self, e: BaseException) -> None:
         if self.error is None:
