@@ -1,0 +1,115 @@
+"""The recorder holds a burst: while the tap forwards messages faster than ``HOLD_RATE``, the
+recorder process keeps what it reads and records it when the burst pauses (at most ``HOLD_MAX``
+seconds, ``HOLD_BYTES`` bytes later), so that its work does not take the CPU from the client,
+the tap and the server. A trickle, a sync (--durable), a close and the end are recorded at once,
+and what is held is not lost when the tap dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from helpers import LINE_SERVER, recorded
+from mcprec import open_cassette
+from mcprec.cassette.recorder_process import HOLD_BYTES, HOLD_MAX, HOLD_RATE, QUIET, _Inbox
+
+
+def _event(size: int) -> tuple[int, int]:
+    return (0, size)  # an event's size is its last field
+
+
+def test_a_trickle_is_taken_at_once() -> None:
+    inbox = _Inbox()
+    for _ in range(5):
+        inbox.put([_event(1000)])
+        t = time.monotonic()
+        assert inbox.take(None) == [_event(1000)]
+        assert time.monotonic() - t < HOLD_MAX / 2  # not held: it returns without waiting
+    assert 1000 < HOLD_RATE * QUIET  # what makes it a trickle
+
+
+def test_a_burst_waits_for_its_pause() -> None:
+    inbox = _Inbox()
+    size = int(HOLD_RATE * QUIET) * 4  # four times what a trickle brings in QUIET seconds
+    inbox.put([_event(size)])
+    t = time.monotonic()
+    assert inbox.take(None) == [_event(size)]
+    assert time.monotonic() - t >= QUIET * 0.9  # held until nothing more came for QUIET
+
+
+def test_urgent_events_and_a_full_hold_are_taken_at_once() -> None:
+    for events, urgent in (([_event(int(HOLD_RATE * QUIET) * 4)], True),
+                           ([_event(HOLD_BYTES // 2), _event(HOLD_BYTES // 2)], False)):
+        inbox = _Inbox()
+        inbox.put(events, urgent)
+        t = time.monotonic()
+        taken = []
+        while len(taken) < len(events):
+            taken += inbox.take(None)
+        assert time.monotonic() - t < QUIET * 0.9
+
+
+def test_a_long_burst_is_held_no_longer_than_hold_max() -> None:
+    """A stream that never pauses is recorded as it goes on, after HOLD_MAX at first."""
+    inbox = _Inbox()
+    done = threading.Event()
+
+    def flood() -> None:  # ~64 MiB/s, for four times HOLD_MAX
+        end = time.monotonic() + 4 * HOLD_MAX
+        while time.monotonic() < end:
+            inbox.put([_event(65536)])
+            time.sleep(0.001)
+        done.set()
+
+    t = time.monotonic()
+    thread = threading.Thread(target=flood)
+    thread.start()
+    try:
+        assert inbox.take(None)
+        assert time.monotonic() - t < 3 * HOLD_MAX and not done.is_set()
+        # once a hold ends, everything held is taken without holding again
+        while inbox.items:
+            inbox.take(None)
+    finally:
+        thread.join()
+
+
+def test_a_burst_held_when_the_tap_is_killed_is_recorded(tmp_path: Path) -> None:
+    """kill -9 of mcprec right after a pipelined burst: its recorder, which may hold the burst,
+    reads the end of the pipe and records all it was handed."""
+    cassette = tmp_path / "c.db"
+    count = 4000
+    proc = subprocess.Popen(recorded(cassette, sys.executable, str(LINE_SERVER)),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    lines = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(count))
+    writer = threading.Thread(target=lambda: (proc.stdin.write(lines), proc.stdin.flush()))
+    writer.start()
+    answers = [proc.stdout.readline() for _ in range(count)]
+    writer.join()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    proc.stdin.close()
+    proc.stdout.close()
+    assert all(a.endswith(b"\n") for a in answers)
+    deadline = time.monotonic() + 30
+    while True:  # the recorder reads the end of its pipe, then marks the session ended
+        with open_cassette(cassette) as c:
+            s = c.session()
+            if s.status != "recording" or time.monotonic() > deadline:
+                break
+        time.sleep(0.05)
+    with open_cassette(cassette) as c:
+        s = c.session()
+        assert s.status == "incomplete"
+        messages = list(c.messages(s))
+    assert [m.raw for m in messages if m.direction == "client_to_server"] == lines.splitlines()
+    # the answers, bar those of the tap's last event-loop turn (forwarded, then killed before
+    # the turn's end hands its chunks to the recorder)
+    said = [m.raw for m in messages if m.direction == "server_to_client"]
+    assert said == [a.rstrip(b"\n") for a in answers[:len(said)]] and len(said) > count // 2
