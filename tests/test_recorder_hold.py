@@ -16,7 +16,9 @@ from pathlib import Path
 
 from helpers import LINE_SERVER, recorded
 from mcprec import open_cassette
-from mcprec.cassette.recorder_process import HOLD_BYTES, HOLD_MAX, HOLD_RATE, QUIET, _Inbox
+from mcprec.cassette.recorder_process import (
+    BATCH_DELAY, HOLD_BYTES, HOLD_MAX, HOLD_RATE, QUIET, TAKE_BYTES, _Inbox,
+)
 
 
 def _event(size: int) -> tuple[int, int]:
@@ -30,7 +32,7 @@ def test_a_trickle_is_taken_at_once() -> None:
         t = time.monotonic()
         assert inbox.take(None) == [_event(1000)]
         assert time.monotonic() - t < HOLD_MAX / 2  # not held: it returns without waiting
-    assert 1000 < HOLD_RATE * QUIET  # what makes it a trickle
+    assert 1000 < HOLD_RATE * BATCH_DELAY  # what makes it a trickle
 
 
 def test_a_burst_waits_for_its_pause() -> None:
@@ -40,6 +42,18 @@ def test_a_burst_waits_for_its_pause() -> None:
     t = time.monotonic()
     assert inbox.take(None) == [_event(size)]
     assert time.monotonic() - t >= QUIET * 0.9  # held until nothing more came for QUIET
+
+
+def test_a_burst_that_resumes_after_a_pause_is_held_again() -> None:
+    """A pause ends the hold for one take (the reader may only have been slow to run)."""
+    inbox = _Inbox()
+    size = TAKE_BYTES  # one event a take
+    inbox.put([_event(size), _event(size)])
+    assert inbox.take(None) == [_event(size)]
+    inbox.put([_event(size)])  # the burst goes on
+    t = time.monotonic()
+    assert inbox.take(None) == [_event(size)]
+    assert time.monotonic() - t >= QUIET * 0.9
 
 
 def test_urgent_events_and_a_full_hold_are_taken_at_once() -> None:

@@ -486,8 +486,9 @@ HOLD_RATE = 16 * 1024 * 1024
 """Bytes a second: what comes slower is recorded as it comes, as before. A recorder that works
 between the messages of a ping-pong keeps the CPUs from idling, which costs a VM's vCPU tens of
 µs to wake from: 3,000 pings, 9 rounds, held: p50 +29.8 µs over direct (-7.6 µs not held)."""
-QUIET = 0.005
-"""The reader hands on what it read every ``BATCH_DELAY`` while the tap writes."""
+QUIET = 0.01
+"""The reader hands on what it read every ``BATCH_DELAY`` while the tap writes; on 2 busy CPUs it
+may wait a few ms more for its turn."""
 COMMIT_BYTES = 512 * 1024
 """Message bytes the writing thread commits together at most (a trickle waits up to
 ``COMMIT_DELAY``)."""
@@ -565,35 +566,42 @@ class _Inbox:
         self.cond = threading.Condition()
         self.items: collections.deque[tuple[Any, ...]] = collections.deque()
         self.bytes = 0
-        self.first_at = 0.0  # when the oldest event held was put
-        self.last_at = 0.0  # when the latest was
+        # since the inbox was last empty: when the first event came, how many bytes came, and
+        # when the latest did
+        self.first_at = self.last_at = 0.0
+        self.came = 0
         self.urgent = False  # an event held must be recorded at once (a sync, a close, the end)
-        self.draining = False  # a hold ended: take without holding until all is taken
+        self.draining = False  # a hold ran out: take without holding until all is taken
 
     def put(self, events: list[tuple[Any, ...]], urgent: bool = False) -> None:
         size = sum(ev[-1] for ev in events)  # each event ends with the bytes it holds
         now = time.monotonic()
         with self.cond:
             if not self.items:
-                self.first_at = now
+                self.first_at, self.came = now, 0
             self.last_at = now
             self.items.extend(events)
             self.bytes += size
+            self.came += size
             self.urgent = self.urgent or urgent
             self.cond.notify_all()
 
     def _hold(self) -> None:
-        """While a burst is being forwarded, wait (see ``HOLD_MAX``)."""
-        while self.items and not self.urgent and not self.draining and \
-                self.bytes < HOLD_BYTES:
+        """While a burst is being forwarded, wait (see ``HOLD_MAX``). A pause of the burst
+        ends the wait for one take, and the next waits again if the burst has resumed (a reader
+        that was not scheduled for a while looks like a pause); past ``HOLD_MAX`` or
+        ``HOLD_BYTES``, or for an urgent event, all is taken without waiting."""
+        while self.items and not self.draining:
             now = time.monotonic()
-            if self.bytes < HOLD_RATE * max(now - self.first_at, QUIET):
-                break  # a trickle: recorded as it comes
-            wait = min(self.last_at + QUIET - now, self.first_at + HOLD_MAX - now)
-            if wait <= 0:
-                break
-            self.cond.wait(wait)
-        self.draining = bool(self.items)
+            if self.came < HOLD_RATE * max(now - self.first_at, BATCH_DELAY):
+                return  # a trickle: recorded as it comes
+            if self.urgent or self.bytes >= HOLD_BYTES or now >= self.first_at + HOLD_MAX:
+                self.draining = True
+                return
+            quiet = self.last_at + QUIET - now
+            if quiet <= 0:
+                return
+            self.cond.wait(min(quiet, self.first_at + HOLD_MAX - now))
 
     def take(self, timeout: float | None, most: int = 5000) -> list[tuple[Any, ...]]:
         """Up to ``most`` events (fewer bytes than a batch), waiting up to ``timeout`` for one."""
@@ -779,12 +787,15 @@ def _main(path: str) -> int:
                 rec.add(direction, lines.t, line)
         return lines, sink
 
-    with contextlib.suppress(OSError):  # before the reader starts: it inherits it
-        os.nice(RECORDER_NICE)
     inbox = _Inbox()
     reader = threading.Thread(target=_read_frames, name="mcprec-recorder-reader",
                               args=(0, path, limit, inbox), daemon=True)
     reader.start()
+    # after the reader starts: on Linux a thread's nice is its own, and the reader, whose work is
+    # small, must keep its pace for the hold to see when a burst pauses (the checkpointer, started
+    # below, inherits this thread's)
+    with contextlib.suppress(OSError):
+        os.nice(RECORDER_NICE)
     checkpointer = _Checkpointer(path)
     eof = False
     first_pending: float | None = None
