@@ -127,3 +127,46 @@ def test_a_burst_held_when_the_tap_is_killed_is_recorded(tmp_path: Path) -> None
     # the turn's end hands its chunks to the recorder)
     said = [m.raw for m in messages if m.direction == "server_to_client"]
     assert said == [a.rstrip(b"\n") for a in answers[:len(said)]] and len(said) > count // 2
+
+
+def test_sigterm_to_the_recorder_records_what_it_holds(tmp_path: Path) -> None:
+    """A service manager that stops everything sends the recorder SIGTERM too: it records what
+    it has read (a burst it was holding, say) before it ends."""
+    import sqlite3
+
+    cassette = tmp_path / "c.db"
+    count = 4000
+    proc = subprocess.Popen(recorded(cassette, sys.executable, str(LINE_SERVER)),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b'{"jsonrpc":"2.0","id":"first","method":"ping"}\n')
+    proc.stdin.flush()
+    proc.stdout.readline()
+    with sqlite3.connect(cassette) as conn:  # the tap has started: its recorder is known
+        (recorder,) = conn.execute("SELECT recorder_pid FROM sessions").fetchone()
+    lines = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(count))
+    writer = threading.Thread(target=lambda: (proc.stdin.write(lines), proc.stdin.flush()))
+    writer.start()
+    answers = [proc.stdout.readline() for _ in range(count)]
+    writer.join()
+    os.kill(recorder, signal.SIGTERM)
+    proc.stdin.close()
+    assert proc.wait(30) == 0
+    proc.stdout.close()
+    deadline = time.monotonic() + 30
+    while True:  # the recorder ends the session as it stops
+        with open_cassette(cassette) as c:
+            s = c.session()
+            if s.status != "recording" or time.monotonic() > deadline:
+                break
+        time.sleep(0.05)
+    with open_cassette(cassette) as c:
+        s = c.session()
+        # complete when the tap's close reached it in time
+        assert s.status in ("incomplete", "complete")
+        messages = list(c.messages(s))[2:]  # after the first ping and its answer
+    asked = [m.raw for m in messages if m.direction == "client_to_server"]
+    said = [m.raw for m in messages if m.direction == "server_to_client"]
+    # all it had read: nearly all of the burst (not what was still in its pipe)
+    assert asked == lines.splitlines()[:len(asked)] and len(asked) > count // 2
+    assert said == [a.rstrip(b"\n") for a in answers[:len(said)]] and len(said) > count // 2

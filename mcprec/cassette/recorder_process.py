@@ -788,6 +788,17 @@ def _main(path: str) -> int:
         return lines, sink
 
     inbox = _Inbox()
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: Any) -> None:
+        """SIGTERM (a service manager stopping everything, say): record what was read, held or
+        not, and end; the rest of what the tap forwards is no longer recorded."""
+        stopping.append(signum)
+        with inbox.cond:  # an RLock: this thread may hold it already
+            inbox.urgent = True
+            inbox.cond.notify_all()
+
+    signal.signal(signal.SIGTERM, stop)
     reader = threading.Thread(target=_read_frames, name="mcprec-recorder-reader",
                               args=(0, path, limit, inbox), daemon=True)
     reader.start()
@@ -840,6 +851,8 @@ def _main(path: str) -> int:
                     c.close(sink)
                 streams.clear()
                 eof = True
+        if stopping and not inbox.items:
+            eof = True
         for r in recorders.values():
             count, size = r.unprepared
             if count >= PREPARE_COUNT or size >= PREPARE_BYTES:
