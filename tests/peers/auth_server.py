@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHALLENGE = ('Bearer error="invalid_token", error_description="a bearer token is required", '
@@ -76,6 +77,9 @@ def main() -> None:
     args = ap.parse_args()
     Handler.token = args.token
     Handler.log_path = args.requests_log
+    # Ctrl-C's handler set here, not left to the interpreter: one that starts with SIGINT
+    # ignored keeps it ignored, and the tests stop this peer with SIGINT
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     print(f"http://127.0.0.1:{server.server_address[1]}/mcp", flush=True)
     try:

@@ -16,6 +16,7 @@ with ``size`` bytes of text, ``upload`` (``data``) says how long ``data`` was, `
 from __future__ import annotations
 
 import itertools
+import signal
 import socket
 import sys
 import threading
@@ -123,6 +124,9 @@ def _serve(conn: socket.socket) -> None:
 
 
 def main() -> None:
+    # Ctrl-C's handler set here, not left to the interpreter: one that starts with SIGINT
+    # ignored keeps it ignored, and the tests stop this peer with SIGINT
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
