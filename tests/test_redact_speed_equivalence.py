@@ -227,7 +227,8 @@ def test_payloads_side_by_side_share_no_quote(gap: bytes) -> None:
 @given(st.lists(st.sampled_from(["sk-", "glpat-", "xoxb-", "xoxr", "PRIVATE KEY-----",
                                  "PRIVATE KEY-", "key=", "token=", "secret=", "ghp_",
                                  "github_pat_", "_live_", "_test_", "pk", "-", "=", "_", "@",
-                                 "x", "KEY", " "]), max_size=30),
+                                 "x", "KEY", " ", ".", ".eyJ", "eyJ", "earer ", "asic ",
+                                 ". . . . "]), max_size=30),
        st.booleans())
 def test_anchors_at_a_gate_are_found_as_a_search_finds_them(parts: list[str],
                                                            as_bytes: bool) -> None:
@@ -249,3 +250,23 @@ def test_anchors_at_a_gate_are_found_as_a_search_finds_them(parts: list[str],
     assert set(r._selected(data, gated, any_anchor)) == {
         i for a, i in anchors if a in data and (required[i] is None or required[i] in text)
     } | set(r._always)
+
+
+@pytest.mark.parametrize("dots", [0, 3, redact._SPARSE - 1, redact._SPARSE, 40])
+@pytest.mark.parametrize("as_bytes", [True, False])
+def test_presence_gates_find_their_anchors_however_many_gate_bytes(dots: int,
+                                                                  as_bytes: bool) -> None:
+    """An anchor behind a presence gate (.eyJ behind ".", Bearer behind " ") is found whether
+    the gate byte is there few times (looked for at each) or many (searched for)."""
+    r = Redactor(Rules())
+    jwt = "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.signature123"
+    for text in ("v2.0 " * dots + "x" * 5000 + jwt, jwt + "." * dots + "y" * 5000,
+                 "a.b" * dots + "z" * 5000, "w " * dots + "Bearer abcdefgh12345678" + "q" * 5000):
+        data: Any = text.encode() if as_bytes else text
+        gated = r._gated_b if as_bytes else r._gated_s
+        anchors = r._anchors_b if as_bytes else r._anchors_s
+        any_anchor = r._any_anchor_b if as_bytes else r._any_anchor_s
+        want = {i for a, i in anchors if a in data} | set(r._always)
+        assert set(r._selected(data, gated, any_anchor)) == want, text[:40]
+        if as_bytes:
+            check_same(orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": text}}))
