@@ -13,7 +13,7 @@ import orjson
 
 from .. import wire
 from . import plan
-from .store import Cassette, text_bytes
+from .store import Cassette, text_bytes, write_transaction
 
 
 class _Redactor(Protocol):
@@ -48,8 +48,7 @@ def redact_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> int:
     with Cassette.open(path) as c:
         conn = c.connection
         conn.execute("PRAGMA secure_delete = ON")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(conn):
             per: dict[int, Any] = {}
             manifests: dict[int, Any] = {}
             for s in c.sessions():
@@ -89,10 +88,6 @@ def redact_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> int:
                     c.set_redaction_manifest(sid, manifest)
             if c.planned:  # the plans of the sessions changed (dropped by triggers), redacted
                 plan.build_ended(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.execute("VACUUM")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -396,6 +396,19 @@ _LOOKUP_RAW = f"CASE WHEN length(raw) > {STORED_APART} THEN length(raw) ELSE raw
 _LATEST = ("coalesce(s.ended_at, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) DESC, s.id DESC")
 
 
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` on ``conn`` (in autocommit mode), committed at the end of the block,
+    rolled back if it raises (a failed commit too)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
 def text_bytes(raw: Any) -> bytes:
     """A message's stored text as bytes: a BLOB, as mcprec writes it, or a TEXT, as a hand
     edit with the ``sqlite3`` shell writes it (``UPDATE messages SET raw = '...'``)."""
@@ -520,14 +533,9 @@ def _to_wal(conn: sqlite3.Connection, patience_s: float = 10.0) -> None:
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with write_transaction(conn):
         if (schema.read_format_version(conn) or 0) < schema.FORMAT_VERSION:
             schema.migrate(conn, mcprec_version=__version__)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _check_length(conn: sqlite3.Connection, path: Path) -> None:
@@ -585,8 +593,7 @@ def _repair_abandoned(conn: sqlite3.Connection, *, wait: bool = False) -> None:
     if not dead:
         return
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(conn):
             conn.executemany(
                 "UPDATE sessions SET status = 'incomplete', ended_at = coalesce(ended_at, ?) "
                 "WHERE id = ? AND status = 'recording'",
@@ -597,10 +604,6 @@ def _repair_abandoned(conn: sqlite3.Connection, *, wait: bool = False) -> None:
 
                 for sid in dead:  # ended now: replayed from a plan, as any other
                     plan.build_or_skip(conn, sid)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     except sqlite3.OperationalError:  # read-only or busy: repair next time
         pass
 
@@ -887,15 +890,10 @@ class Cassette:
 
     def delete_session(self, name: str) -> None:
         session = self.session(name)
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._conn.execute("DELETE FROM messages WHERE session_id = ?", (session.id,))
-            self._conn.execute("DELETE FROM stderr WHERE session_id = ?", (session.id,))
-            self._conn.execute("DELETE FROM sessions WHERE id = ?", (session.id,))
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
+        with write_transaction(self._conn) as conn:
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (session.id,))
+            conn.execute("DELETE FROM stderr WHERE session_id = ?", (session.id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session.id,))
 
     # --- messages ---------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ import orjson
 from .. import _log, wire
 from . import plan, schema
 from .causality import Causality
-from .store import Cassette, Session
+from .store import Cassette, Session, write_transaction
 
 MAX_BATCH_MESSAGES = 2000
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -270,27 +270,22 @@ class Recorder:
         self._bytes = 0
         for attempt in range(200):
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
+                with write_transaction(self._conn) as conn:
                     if rows:
                         if not self._unplanned:  # a session continued: its plan is stale
-                            plan.drop(self._conn, self.session.id)
+                            plan.drop(conn, self.session.id)
                             self._unplanned = True
                         self._insert(rows)
                     if errs:
-                        self._conn.executemany(
+                        conn.executemany(
                             "INSERT INTO stderr (session_id, t_ns, line) VALUES (?, ?, ?)", errs
                         )
                     if meta:
                         cols = ", ".join(f"{k} = ?" for k in meta)
-                        self._conn.execute(
+                        conn.execute(
                             f"UPDATE sessions SET {cols} WHERE id = ?",
                             (*meta.values(), self.session.id),
                         )
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
                 self.count += len(rows)
                 return
             except sqlite3.OperationalError as e:
@@ -307,10 +302,8 @@ class Recorder:
     def finish(self, *, exit_code: int | None = None, status: str = "complete") -> None:
         """Commit what is pending and mark the session ended."""
         self.commit()
-        conn = self._conn
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with write_transaction(self._conn) as conn:
                 conn.execute(
                     "UPDATE sessions SET ended_at = ?, status = ?, exit_code = ? WHERE id = ?",
                     (schema.now_iso(), status, exit_code, self.session.id),
@@ -318,10 +311,6 @@ class Recorder:
                 # with its end: a reader that sees the session complete sees its plan
                 failed = plan.build_or_skip(conn, self.session.id) if self.error is None \
                     else None
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
         except sqlite3.Error as e:
             self.error = self.error or e
             return
