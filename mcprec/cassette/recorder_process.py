@@ -573,6 +573,12 @@ class _Inbox:
         self.urgent = False  # an event held must be recorded at once (a sync, a close, the end)
         self.draining = False  # a hold ran out: take without holding until all is taken
 
+    def hurry(self) -> None:
+        """Record what is held at once (see ``_hold``)."""
+        with self.cond:  # an RLock: the thread that holds it may call this (a signal handler)
+            self.urgent = True
+            self.cond.notify_all()
+
     def put(self, events: list[tuple[Any, ...]], urgent: bool = False) -> None:
         size = sum(ev[-1] for ev in events)  # each event ends with the bytes it holds
         now = time.monotonic()
@@ -632,7 +638,7 @@ def _ack(what: bytes) -> None:
         os.write(1, what)
 
 
-def _read_frames(fd: int, path: str, limit: int, inbox: _Inbox) -> None:
+def _read_frames(fd: int, path: str, inbox: _Inbox) -> None:
     """The reader thread: reads the pipe as fast as the tap writes it and hands its frames on
     (the writing thread cuts the lines: here, that work would take the CPU from a burst that the
     writing thread waits out, ``HOLD_MAX``); marks a session as ended (still being written) the
@@ -787,6 +793,13 @@ def _main(path: str) -> int:
                 rec.add(direction, lines.t, line)
         return lines, sink
 
+    def end_streams(sid: int | None) -> None:
+        """The streams of session ``sid`` (None: all) ended: each one's last line, if
+        unterminated, is a message too."""
+        for key in [k for k in streams if sid is None or k[0] == sid]:
+            c, sink = streams.pop(key)
+            c.close(sink)
+
     inbox = _Inbox()
     stopping: list[int] = []
 
@@ -794,13 +807,11 @@ def _main(path: str) -> int:
         """SIGTERM (a service manager stopping everything, say): record what was read, held or
         not, and end; the rest of what the tap forwards is no longer recorded."""
         stopping.append(signum)
-        with inbox.cond:  # an RLock: this thread may hold it already
-            inbox.urgent = True
-            inbox.cond.notify_all()
+        inbox.hurry()
 
     signal.signal(signal.SIGTERM, stop)
     reader = threading.Thread(target=_read_frames, name="mcprec-recorder-reader",
-                              args=(0, path, limit, inbox), daemon=True)
+                              args=(0, path, inbox), daemon=True)
     reader.start()
     # after the reader starts: on Linux a thread's nice is its own, and the reader, whose work is
     # small, must keep its pace for the hold to see when a burst pauses (the checkpointer, started
@@ -834,9 +845,7 @@ def _main(path: str) -> int:
                 acks += 1
             elif tag == _CLOSE:
                 _, sid, info, _n = ev
-                for key in [k for k in streams if k[0] == sid]:
-                    c, sink = streams.pop(key)
-                    c.close(sink)
+                end_streams(sid)
                 paused = info.get("backpressure")
                 if paused:  # before the session is complete: readers wait for that
                     with contextlib.suppress(sqlite3.Error):
@@ -847,9 +856,7 @@ def _main(path: str) -> int:
                 if live is not None:
                     live.closed(sid, info.get("status") or "complete")
             elif tag == _EOF:  # mcprec is done, or died: what it sent is recorded
-                for c, sink in streams.values():
-                    c.close(sink)
-                streams.clear()
+                end_streams(None)
                 eof = True
         if stopping and not inbox.items:
             eof = True
