@@ -162,6 +162,37 @@ def test_large_integers_parse_exactly(n: int) -> None:
     assert wire.loads(b'{"n":%d}' % n) == {"n": n}
 
 
+big_scalars = (st.none() | st.booleans() | st.integers(-(10**30), 10**30) | st.text(max_size=8)
+               | st.floats(allow_nan=False, allow_infinity=False)
+               | st.sampled_from([2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 1e19, -1e19]))
+big_values = st.recursive(
+    big_scalars,
+    lambda children: st.lists(children, max_size=40) | st.dictionaries(keys, children, max_size=40),
+    max_leaves=600,
+)
+
+
+@given(big_values, st.integers(0, 2))
+@settings(suppress_health_check=[HealthCheck.too_slow])
+def test_long_messages_parse_as_json_does(value: Any, where: int) -> None:
+    """A message past the size where orjson parses first (its values then looked at for a float
+    that may be a rounded integer, up to a budget) parses to the very values, of the very types,
+    that ``json`` gives: wherever the long text sits, however many values there are."""
+    pad = "x" * wire._SAMPLED_FROM
+    doc = [pad, value] if where == 0 else {"v": value, "p": pad} if where == 1 else [value, pad]
+    raw = json.dumps(doc).encode()
+    assert json.dumps(wire.loads(raw)) == json.dumps(json.loads(raw))
+
+
+def test_long_messages_orjson_refuses_parse_as_before() -> None:
+    """What orjson refuses in a long message, json parses after 19 digits in a row, as before;
+    without them the error stays."""
+    pad = "x" * wire._SAMPLED_FROM
+    assert wire.loads(f'["{pad}", 1e400, 12345678901234567890123]'.encode())[1] == float("inf")
+    with pytest.raises(orjson.JSONDecodeError):
+        wire.loads(f'["{pad}", 1e400]'.encode())
+
+
 digit_texts = st.lists(
     st.one_of(st.text("0123456789", min_size=1, max_size=40),
               st.text("abc ,.:-\"{}[]e0123456789", min_size=1, max_size=9)),
