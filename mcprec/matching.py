@@ -351,7 +351,7 @@ class Matcher:
             # mcprec's scheme needs no key made to know it (nor orjson to make one)
             holds = self._keys_hold[method] = self.session.key_scheme == wire.KEY_SCHEME or \
                 wire.match_key(method, wire.loads(raw).get("params"),
-                               has_meta=b'"_meta"' in raw) == known[1]
+                               has_meta=wire.holds_meta(raw)) == known[1]
         if not holds:
             return None
         found = self._take(known, lambda: self._seqs_for_key(*known))

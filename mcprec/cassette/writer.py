@@ -353,7 +353,7 @@ class Recorder:
             self._pending[(direction, c.rpc_id)] = (seq, method)
             self._seq_of.set((direction, c.rpc_id), seq)
             params = c.obj.get("params")
-            key = wire.match_key(method, params, has_meta=b'"_meta"' in raw)
+            key = wire.match_key(method, params, has_meta=wire.holds_meta(raw))
             context = self._context_of(other, None, hint)
             self._open[direction][seq] = None
             token = wire.progress_token(params)

@@ -315,7 +315,7 @@ class Playback:
             if c.method in METHOD_ONLY:  # matched on the method alone: nothing to redact
                 self._request(c.obj, c.obj)
                 return
-            has_meta = b'"_meta"' in raw
+            has_meta = wire.holds_meta(raw)
             if self.choice.recorded(c.obj, has_meta=has_meta):
                 # recorded just as it came, so it holds nothing that redaction would change
                 # (what was recorded is redacted already, and redaction leaves that as it is):
@@ -324,7 +324,7 @@ class Playback:
                 return
             redacted = self._redactor.redact(raw)
             match_obj = c.obj if redacted == raw else wire.classify(redacted).obj
-            self._request(c.obj, match_obj, b'"_meta"' in redacted)
+            self._request(c.obj, match_obj, wire.holds_meta(redacted))
         elif c.kind == wire.NOTIFICATION:
             self._notification(c.obj)
         elif c.kind in (wire.RESPONSE, wire.ERROR):
@@ -519,7 +519,7 @@ class Playback:
             if not found.repeated:
                 self._spawn(self._followers(req.seq), (started, req.t_ns))
 
-        if obj is None and (b'"_meta"' in raw or b"\\u" in raw or (
+        if obj is None and (wire.holds_meta(raw) or b"\\u" in raw or (
                 req.method == "initialize" and not _same_bytes(raw, req))):
             obj = wire.loads(raw)  # matched by its bytes, but what follows needs it parsed
         # else: no progress token (no _meta, even escaped), the very version recorded
