@@ -815,7 +815,7 @@ def main() -> int:
 
 
 LOADAVG: list[float] = []
-RECORDERS_CPU: list[float] = []  # CPU seconds of each mcprec recorder process, which outlives mcprec
+RECORDERS_CPU: list[float] = []  # CPU seconds of each recorder process (it outlives mcprec)
 BASELINE: list[str] = []
 
 

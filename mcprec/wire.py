@@ -116,8 +116,8 @@ _ROUNDED = float(2**63)
 """orjson keeps an integer exact from -2**63 to 2**64 - 1 and makes a float of one beyond: a float
 this large or larger (in magnitude) may be such an integer."""
 _TREE_BUDGET = 256
-_UNPARSED = object()
 """Values of a large message's parse looked at for such a float before its bytes are instead."""
+_UNPARSED = object()
 
 
 def _exact(obj: Any) -> bool | None:
@@ -148,7 +148,7 @@ def loads(raw: bytes) -> Any:
     be such an integer: a message of a few values (a tool's 100 KB text) no longer has its every
     byte looked at for 19 digits in a row (bench_record's large load, in-process: 36-44 -> ~1
     µs). Where one may be, where there are many values, or where orjson fails, the digits
-    decide as before (tests/test_wire_loads.py: the same values as ``json`` parses)."""
+    decide as before (tests/test_properties.py: the values and types ``json`` gives)."""
     obj: Any = _UNPARSED
     if len(raw) >= _SAMPLED_FROM:
         try:
