@@ -30,8 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def make_messages(pairs: int) -> list[tuple[str, bytes]]:
-    """Request/result pairs as an MCP client and server write them (~200 B each)."""
+def make_messages(pairs: int, distinct: bool = False) -> list[tuple[str, bytes]]:
+    """Request/result pairs as an MCP client and server write them (~200 B each). The
+    requests repeat ~100 match keys; ``distinct``: each has its own, as most sessions'."""
     import orjson
 
     words = ("the quick brown fox jumps over the lazy dog while the recorder keeps up with "
@@ -41,7 +42,8 @@ def make_messages(pairs: int) -> list[tuple[str, bytes]]:
         text = " ".join(words[(i + k) % len(words)] for k in range(12))
         out.append(("client_to_server", orjson.dumps({
             "jsonrpc": "2.0", "id": i, "method": "tools/call",
-            "params": {"name": "search_notes", "arguments": {"query": text, "limit": i % 50}},
+            "params": {"name": "search_notes", "arguments": {
+                "query": text, "limit": i % 50, **({"page": i} if distinct else {})}},
         })))
         out.append(("server_to_client", orjson.dumps({
             "jsonrpc": "2.0", "id": i, "result": {
@@ -51,7 +53,7 @@ def make_messages(pairs: int) -> list[tuple[str, bytes]]:
     return out
 
 
-def child(tree: str, pairs: int, batch: int, redact: bool) -> dict[str, float]:
+def child(tree: str, pairs: int, batch: int, redact: bool, distinct: bool) -> dict[str, float]:
     """One measurement, in this process, of the ``mcprec`` found in ``tree``."""
     sys.path.insert(0, tree)
     from mcprec.cassette.store import Cassette
@@ -59,7 +61,7 @@ def child(tree: str, pairs: int, batch: int, redact: bool) -> dict[str, float]:
     from mcprec.redact import Redactor, Rules
 
     assert Path(sys.modules["mcprec"].__file__ or "").is_relative_to(tree), "wrong mcprec"
-    messages = make_messages(pairs)
+    messages = make_messages(pairs, distinct)
     redactor = Redactor(Rules()) if redact else None
     with tempfile.TemporaryDirectory() as tmp:
         cassette = Cassette.open(Path(tmp) / "bench.mcpr", create=True)
@@ -87,10 +89,14 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=20_000)
     ap.add_argument("--batch", type=int, default=500, help="messages per commit")
     ap.add_argument("--no-redact", action="store_true", help="record without a redactor")
+    ap.add_argument("--distinct", action="store_true",
+                    help="every request with a match key of its own (the index of keys then "
+                    "grows with the session, as in most sessions)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.pairs, args.batch, not args.no_redact)))
+        print(json.dumps(child(args.child, args.pairs, args.batch, not args.no_redact,
+                               args.distinct)))
         return 0
     trees = {"current": str(ROOT)}
     if args.baseline:
@@ -102,12 +108,15 @@ def main() -> int:
             names.reverse()
         for name in names:
             cmd = [sys.executable, __file__, "--child", trees[name], "--pairs", str(args.pairs),
-                   "--batch", str(args.batch), *(["--no-redact"] if args.no_redact else [])]
+                   "--batch", str(args.batch), *(["--no-redact"] if args.no_redact else []),
+                   *(["--distinct"] if args.distinct else [])]
             env = {**os.environ, "PYTHONPATH": ""}
             out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
             runs[name].append(json.loads(out.stdout))
     print(f"{2 * args.pairs:,} messages, {args.batch} a commit, redaction "
-          f"{'off' if args.no_redact else 'default'}, medians of {args.rounds} rounds")
+          f"{'off' if args.no_redact else 'default'}, "
+          f"{'a key per request' if args.distinct else '~100 keys'}, "
+          f"medians of {args.rounds} rounds")
     med = {name: {k: statistics.median(r[k] for r in rs) for k in ("wall_us", "cpu_us")}
            for name, rs in runs.items()}
     for name, m in med.items():
