@@ -150,11 +150,12 @@ def loads(raw: bytes) -> Any:
     µs). Where one may be, where there are many values, or where orjson fails, the digits
     decide as before (tests/test_properties.py: the values and types ``json`` gives)."""
     obj: Any = _UNPARSED
+    failed: orjson.JSONDecodeError | None = None
     if len(raw) >= _SAMPLED_FROM:
         try:
             obj = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass  # json may take what orjson does not (NaN, 1e400) after 19 digits in a row
+        except orjson.JSONDecodeError as e:
+            failed = e  # json may take what orjson does not (NaN, 1e400) after 19 digits in a row
         else:
             if _exact(obj):
                 return obj
@@ -165,6 +166,8 @@ def loads(raw: bytes) -> Any:
             return json.loads(raw)
         except (ValueError, RecursionError) as e:
             raise orjson.JSONDecodeError(str(e), "", 0) from None
+    if failed is not None:  # not parsed again to fail again (a 256 MiB truncated message)
+        raise failed
     return orjson.loads(raw) if obj is _UNPARSED else obj
 
 
