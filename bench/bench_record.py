@@ -288,14 +288,18 @@ def _stat(path: str) -> list[str] | None:
         return None
 
 
+def _cpu(fields: list[str]) -> float:
+    """CPU seconds of a process from its ``_stat`` fields ([11], [12]: utime, stime in ticks)."""
+    return (int(fields[11]) + int(fields[12])) / HZ
+
+
 def tree_cpu(pid: int) -> float:
     """CPU seconds used so far by process ``pid`` (all threads) and its direct children."""
     total = 0.0
     for path in glob.glob("/proc/[0-9]*/stat"):
         fields = _stat(path)
-        # fields[1] is the parent pid; [11], [12] are utime, stime in clock ticks
-        if fields and (path == f"/proc/{pid}/stat" or fields[1] == str(pid)):
-            total += (int(fields[11]) + int(fields[12])) / HZ
+        if fields and (path == f"/proc/{pid}/stat" or fields[1] == str(pid)):  # [1]: parent
+            total += _cpu(fields)
     return total
 
 
@@ -448,7 +452,7 @@ def wait_recorded(path: Path, timeout: float = 120.0) -> float:
                 f = _stat(f"/proc/{row[1]}/stat")
                 if f is None or f[0] == "Z":
                     break
-                cpu = (int(f[11]) + int(f[12])) / HZ
+                cpu = _cpu(f)
                 time.sleep(0.005)
             RECORDERS_CPU.append(cpu)  # ours, though init reaps it: not "other processes"
             return took
