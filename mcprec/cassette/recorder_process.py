@@ -833,9 +833,10 @@ def _main(path: str) -> int:
                 _, sid, d, t, data, a, b, _n = ev
                 c, sink = stream(sid, d)
                 c.feed(data, a, b, t, sink)
-            elif tag == _END:
-                c, sink = stream(ev[1], ev[2])
-                c.close(sink)
+            elif tag == _END:  # a stream that never had a chunk has nothing to end
+                ended = streams.pop((ev[1], ev[2]), None)
+                if ended is not None:
+                    ended[0].close(ended[1])
             elif tag == _MSG:
                 _, sid, d, t, raw, more, _n = ev
                 extra = orjson.loads(more) if more else {}
