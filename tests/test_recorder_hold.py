@@ -18,7 +18,8 @@ from pathlib import Path
 from helpers import LINE_SERVER, recorded
 from mcprec import open_cassette
 from mcprec.cassette.recorder_process import (
-    BATCH_DELAY, HOLD_BYTES, HOLD_MAX, HOLD_RATE, QUIET, TAKE_BYTES, _Inbox,
+    BATCH_DELAY, FAST_FROM, FAST_RATE, HOLD_BYTES, HOLD_MAX, HOLD_RATE, QUIET, TAKE_BYTES,
+    _Inbox,
 )
 
 
@@ -67,6 +68,24 @@ def test_urgent_events_and_a_full_hold_are_taken_at_once() -> None:
         while len(taken) < len(events):
             taken += inbox.take(None)
         assert time.monotonic() - t < QUIET * 0.9
+
+
+def test_a_burst_too_fast_to_wait_out_is_taken_as_it_comes() -> None:
+    """FAST_FROM bytes faster than FAST_RATE would fill every buffer before the hold ran out:
+    taken without waiting for a pause. The same bytes slower are held, as any burst."""
+    assert FAST_FROM < HOLD_BYTES and FAST_RATE > HOLD_RATE
+    inbox = _Inbox()
+    inbox.put([_event(FAST_FROM)])
+    t = time.monotonic()
+    assert inbox.take(None) == [_event(FAST_FROM)]
+    assert time.monotonic() - t < QUIET * 0.9
+    inbox = _Inbox()
+    inbox.put([_event(FAST_FROM // 2)])
+    time.sleep(FAST_FROM / FAST_RATE * 1.5)  # nobody takes meanwhile: no pause is seen
+    inbox.put([_event(FAST_FROM // 2)])
+    t = time.monotonic()
+    assert inbox.take(None) == [_event(FAST_FROM // 2)]  # a take's worth
+    assert time.monotonic() - t >= QUIET * 0.9
 
 
 def test_a_long_burst_is_held_no_longer_than_hold_max() -> None:
