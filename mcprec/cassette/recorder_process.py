@@ -611,7 +611,7 @@ class _Inbox:
             if self.came < HOLD_RATE * max(now - self.first_at, BATCH_DELAY):
                 return  # a trickle: recorded as it comes
             if self.urgent or self.bytes >= HOLD_BYTES or now >= self.first_at + HOLD_MAX \
-                    or self.came >= FAST_FROM and self.came > FAST_RATE * (now - self.first_at):
+                    or (self.came >= FAST_FROM and self.came > FAST_RATE * (now - self.first_at)):
                 self.draining = True
                 return
             quiet = self.last_at + QUIET - now
