@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
@@ -16,7 +15,7 @@ from .cassette.recorder_process import ProcessSessionWriter, RecorderProcess, cr
 from .redact import Redactor, default_redactor
 from .errors import CassetteError, McprecError, ServerStartError
 from .naming import SESSION_ENV, default_cassette, default_http_cassette, default_session_name
-from .transports.stdio import StdioTap
+from .transports.stdio import StdioTap, run_loop
 
 
 def check_command(argv: Sequence[str]) -> None:
@@ -70,7 +69,7 @@ def record_stdio(
     status = "incomplete"
     started = False
     try:
-        code = asyncio.run(tap.run())
+        code = run_loop(tap.run())
         started = True
         status = "complete"
         return code
