@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,7 +188,6 @@ def copy_cassette(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> P
     """A copy of the cassette ``src`` at ``dst``, whole: once its recordings are complete (the
     recorder outlives ``mcprec record`` and may still be committing), through SQLite's backup
     (what is still in the WAL comes too). Copying the file alone could miss both."""
-    import sqlite3
 
     from mcprec.cassette import Cassette
 
@@ -221,3 +222,15 @@ async def page_through(s: Any, run: Any) -> None:
         if not cursor:
             break
     run.results["pages"] = pages
+
+
+@contextlib.contextmanager
+def sqlite(path: str | os.PathLike[str], **kwargs: Any) -> Iterator[sqlite3.Connection]:
+    """``with sqlite3.connect(path) as conn`` (committed at the end of the block), closed too:
+    Python 3.13 warns of a connection left open, and the suite fails on warnings."""
+    conn = sqlite3.connect(path, **kwargs)
+    try:
+        with conn:
+            yield conn
+    finally:
+        conn.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import LINE_SERVER, MCPREC, run_mcprec
+from helpers import LINE_SERVER, MCPREC, run_mcprec, sqlite
 from mcprec.cassette import open_cassette
 
 
@@ -324,7 +324,7 @@ def good_cassette(tmp_path_factory: pytest.TempPathFactory) -> bytes:
         check=True,
     )
     assert proc.returncode == 0
-    with sqlite3.connect(cas) as conn:
+    with sqlite(cas) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     return cas.read_bytes()

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-from helpers import LINE_SERVER, recorded
+from helpers import LINE_SERVER, recorded, sqlite
 from mcprec import open_cassette
 from mcprec.cassette.recorder_process import (
     BATCH_DELAY, FAST_FROM, FAST_RATE, HOLD_BYTES, HOLD_MAX, HOLD_RATE, QUIET, TAKE_BYTES,
@@ -180,7 +179,7 @@ def test_sigterm_to_the_recorder_records_what_it_holds(tmp_path: Path) -> None:
     it has read (a burst it was holding, say) before it ends."""
     cassette = tmp_path / "c.db"
     proc = _start(cassette)
-    with sqlite3.connect(cassette) as conn:  # the tap has started: its recorder is known
+    with sqlite(cassette) as conn:  # the tap has started: its recorder is known
         (recorder,) = conn.execute("SELECT recorder_pid FROM sessions").fetchone()
     answers = _burst(proc)
     os.kill(recorder, signal.SIGTERM)

@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers import PEERS, dump, recorded, run_client, run_mcprec
+from helpers import PEERS, dump, recorded, run_client, run_mcprec, sqlite
 from mcprec.redact import Redactor, Rules
 
 sys.path.insert(0, str(PEERS))
@@ -52,13 +51,13 @@ def forms(value: str) -> list[bytes]:
 
 
 def rows(cassette: Path) -> str:
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         return "\n".join(bytes(r[0]).decode() for r in conn.execute(
             "SELECT raw FROM messages ORDER BY session_id, seq"))
 
 
 def answer(cassette: Path, tool: str) -> dict[str, Any]:
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         req = conn.execute("SELECT seq FROM messages WHERE method = 'tools/call' AND kind = "
                            "'request' AND json_extract(raw, '$.params.name') = ?",
                            (tool,)).fetchone()[0]
@@ -89,7 +88,7 @@ def test_hash_pseudonyms_are_equal_for_equal_values_and_differ_otherwise(tmp_pat
     """--redact-strategy hash: the same email in the request and the answers is one token."""
     cassette = tmp_path / "hash.db"
     record_pii(cassette, "--redact-pack", "pii", "--redact-strategy", "hash")
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         raw = conn.execute("SELECT raw FROM messages WHERE kind = 'request' AND "
                            "json_extract(raw, '$.params.name') = 'lookup_customer'").fetchone()[0]
     asked = json.loads(bytes(raw))["params"]["arguments"]["email"]
@@ -127,7 +126,7 @@ def test_paths_pack_replaces_home_and_absolute_paths_not_urls(tmp_path: Path) ->
     assert text == "home <PATH>, config <PATH>, see https://example.com/a/b"
     home = os.path.expanduser("~")
     assert f"{home}/projects".encode() not in on_disk(cassette)
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         target = json.loads(conn.execute("SELECT target FROM sessions").fetchone()[0])
     assert target[1] == "<PATH>"  # the server's path in the session's command line too
 

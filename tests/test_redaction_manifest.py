@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 
-from helpers import MCPREC, run_client, run_mcprec
+from helpers import MCPREC, run_client, run_mcprec, sqlite
 from test_redact_packs import EMAIL, PII, PII_SERVER, _calls, answer, on_disk, record_pii
 
 
@@ -19,12 +18,12 @@ def replay_calls(cassette: Path, *flags: str, env: dict[str, str] | None = None)
 
 
 def manifest(cassette: Path) -> dict:
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         return json.loads(conn.execute("SELECT manifest FROM session_redaction").fetchone()[0])
 
 
 def salt(cassette: Path) -> bytes | None:
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         row = conn.execute("SELECT salt FROM redaction_salt").fetchone()
     return None if row is None else bytes(row[0])
 
@@ -42,7 +41,7 @@ def test_replay_with_no_flags_applies_the_recorded_rules(tmp_path: Path) -> None
         assert token.startswith("<email:") and EMAIL not in json.dumps(got)
         assert got["account"]["content"][0]["text"].startswith("account <iban:")
     # without the manifest's rules the same client would not match: prove the manifest is used
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         conn.execute("DELETE FROM session_redaction")
     plain = run_client([*MCPREC, "replay", str(cassette), "--report", str(tmp_path / "r.json")],
                        _lookup_only)
@@ -134,7 +133,7 @@ def test_scan_require_redaction_is_the_ci_gate(tmp_path: Path) -> None:
 
 
 def manifest_of(cassette: Path, name: str) -> dict:
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         return json.loads(conn.execute(
             "SELECT manifest FROM session_redaction JOIN sessions ON sessions.id = session_id "
             "WHERE name = ?", (name,)).fetchone()[0])
@@ -144,7 +143,7 @@ def test_cassette_from_before_manifests_replays_as_before(tmp_path: Path) -> Non
     """A format-3 cassette (no manifest tables) is migrated, replays, and fails the gate."""
     cassette = tmp_path / "old.db"
     record_pii(cassette)
-    with sqlite3.connect(cassette) as conn:  # make it what an older mcprec wrote
+    with sqlite(cassette) as conn:  # make it what an older mcprec wrote
         conn.executescript(
             "DROP TABLE session_redaction; DROP TABLE redaction_salt; "
             "DELETE FROM migrations WHERE name = '0004_redaction_manifest'; "
@@ -174,7 +173,7 @@ def test_verify_redacts_the_new_run_with_the_recorded_rules(tmp_path: Path) -> N
     record_pii(cassette, "--redact-pack", "pii", "--redact-strategy", "hash")
     v = run_mcprec("verify", str(cassette), "--", *PII_SERVER, timeout=120)
     assert v.returncode == 0, v.stdout.decode() + v.stderr.decode()
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM sessions ORDER BY id")]
     assert len(names) == 2
     assert manifest_of(cassette, names[1])["packs"] == ["credentials", "pii"]
@@ -247,7 +246,7 @@ def test_http_proxy_hashes_headers_and_bodies_alike_and_replay_matches(tmp_path:
         upstream.stop()
     assert EMAIL in json.dumps(got.results["echo"])
     assert EMAIL.encode() not in on_disk(cassette)
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         rows = [(bytes(r[0]).decode(), json.loads(r[1])) for r in conn.execute(
             "SELECT raw, http FROM messages WHERE method = 'tools/call' AND kind = 'request'")]
     raw, http = rows[0]

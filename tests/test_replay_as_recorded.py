@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 
+from helpers import sqlite
 from mcprec import wire
 from mcprec.cassette import open_session_writer
 from mcprec.redact import default_redactor
@@ -158,11 +159,10 @@ def test_requests_sent_as_recorded_are_answered_as_parsed_ones_are(tmp_path: Pat
 def test_a_stale_stored_key_is_not_trusted_by_bytes(tmp_path: Path) -> None:
     """Keys stored by another mcprec version (another hash): a request sent as recorded is not
     matched by its bytes either, so every client gets the same no-match."""
-    import sqlite3
-
+    
     cassette = tmp_path / "c.db"
     _many(cassette)
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         conn.execute("UPDATE messages SET match_key = 'other' WHERE method = 'tools/call'")
         conn.execute("UPDATE sessions SET key_scheme = NULL")  # as recorded by that version
     conn.close()

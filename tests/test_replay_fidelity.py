@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from helpers import PEERS, recorded, run_mcprec
+from helpers import PEERS, recorded, run_mcprec, sqlite
 from line_client import LineClient, reap_line_clients  # noqa: F401
 from replay_helpers import replay_cmd
 
@@ -128,7 +127,7 @@ def test_killed_session_is_repaired_as_incomplete(killed: Path) -> None:
     assert out.returncode == 0, out.stderr
     sessions = json.loads(out.stdout)
     assert [(s["name"], s["status"]) for s in sessions] == [("killed", "incomplete")]
-    with sqlite3.connect(killed) as conn:  # ended now, with its replay plan
+    with sqlite(killed) as conn:  # ended now, with its replay plan
         assert conn.execute("SELECT count(*) FROM replay_plans").fetchone()[0] == 1
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -13,7 +12,7 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from helpers import dump, run_mcprec
+from helpers import dump, run_mcprec, sqlite
 from mcprec.cassette import open_cassette
 from replay_helpers import (
     SDK,
@@ -276,7 +275,7 @@ def make_bad_cassette(kind: str, tmp_path: Path, good: Recording) -> tuple[Path,
         path.write_bytes(b"")
         return path, []
     if kind == "other sqlite database":
-        with sqlite3.connect(path) as conn:
+        with sqlite(path) as conn:
             conn.execute("CREATE TABLE notes (text)")
         return path, []
     raise AssertionError(kind)

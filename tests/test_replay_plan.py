@@ -4,7 +4,6 @@ migration; and a replay from it answers byte for byte as a replay without it."""
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from mcprec import wire
 from mcprec.cassette import Cassette, open_session_writer, schema
 from mcprec.cassette.plan import PLAN_BYTES, PLAN_VERSION
 
-from helpers import INITIALIZE_ANSWER_LINE, INITIALIZE_LINE, copy_cassette
+from helpers import INITIALIZE_ANSWER_LINE, INITIALIZE_LINE, copy_cassette, sqlite
 
 INIT, INIT_ANSWER = INITIALIZE_LINE, INITIALIZE_ANSWER_LINE
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
@@ -82,14 +81,14 @@ def _replay(path: Path, *args: str) -> tuple[bytes, str]:
 
 
 def _plan(path: Path) -> list[tuple]:
-    with sqlite3.connect(path) as conn:
+    with sqlite(path) as conn:
         return conn.execute("SELECT p.seq, m.method, p.id_at IS NOT NULL, "
                             "p.answer IS NOT NULL FROM replay_plan p "
                             "JOIN messages m ON m.id = p.request ORDER BY p.seq").fetchall()
 
 
 def _planned_sessions(path: Path) -> list[tuple]:
-    with sqlite3.connect(path) as conn:
+    with sqlite(path) as conn:
         return conn.execute("SELECT session_id, version FROM replay_plans").fetchall()
 
 
@@ -118,7 +117,7 @@ def test_the_plan_answers_as_the_full_way_does(cassette: Path, tmp_path: Path) -
     (tmp_path / "without").mkdir()
     without = tmp_path / "without" / "c.db"
     copy_cassette(cassette, without)
-    with sqlite3.connect(without) as conn:
+    with sqlite(without) as conn:
         conn.execute("DELETE FROM replay_plans")
     assert _planned_sessions(without) == []
     full, full_err = _replay(without)
@@ -147,7 +146,7 @@ def test_the_plan_answers_the_client_s_ids(cassette: Path) -> None:
     "DELETE FROM messages WHERE seq = (SELECT max(seq) FROM messages)",
 ])
 def test_any_change_to_a_session_s_messages_drops_its_plan(cassette: Path, change: str) -> None:
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         conn.execute(change)
     assert _planned_sessions(cassette) == []
     assert _plan(cassette) == []
@@ -183,7 +182,7 @@ def test_a_change_to_another_session_leaves_a_plan(cassette: Path, tmp_path: Pat
     w.message(wire.SERVER_TO_CLIENT, _result(1, "y"), 10)
     w.close()
     assert sorted(_planned_sessions(cassette)) == [(1, PLAN_VERSION), (2, PLAN_VERSION)]
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         conn.execute("DELETE FROM messages WHERE session_id = 2")
     assert _planned_sessions(cassette) == [(1, PLAN_VERSION)]
 
@@ -210,7 +209,7 @@ def test_redact_rebuilds_the_plan_from_the_redacted_messages(tmp_path: Path) -> 
 
 def _as_format_6(path: Path) -> None:
     """``path`` as the mcprec before the plan left it: no plan tables, triggers or migration."""
-    with sqlite3.connect(path) as conn:
+    with sqlite(path) as conn:
         for trigger in ("update", "delete"):
             conn.execute(f"DROP TRIGGER replay_plan_stale_on_{trigger}")
         conn.execute("DROP TABLE replay_plan")
@@ -226,7 +225,7 @@ def test_an_older_cassette_gets_its_plans_when_opened(cassette: Path, tmp_path: 
     with Cassette.open(cassette) as c:
         assert c.planned
     assert _planned_sessions(cassette) == [(1, PLAN_VERSION)]
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key = 'format_version'"
                             ).fetchone()[0] == str(schema.FORMAT_VERSION)
     assert _replay(cassette)[0] == before
@@ -271,7 +270,7 @@ def test_replay_answers_from_the_plan(cassette: Path) -> None:
     """The plan is what replay reads for a plain answer (changed here behind the triggers'
     back, which watch the messages alone: every plain answer points to the first one), and
     only for one."""
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         first = conn.execute("SELECT answer, answer_id_at, answer_id_end FROM replay_plan "
                              "WHERE answer IS NOT NULL ORDER BY seq LIMIT 1").fetchone()
         conn.execute("UPDATE replay_plan SET answer = ?, answer_id_at = ?, answer_id_end = ? "
@@ -289,7 +288,7 @@ def test_replay_answers_from_the_plan(cassette: Path) -> None:
 def test_a_text_stored_as_text_is_left_to_the_full_way(cassette: Path) -> None:
     """A message whose text was stored as TEXT (by hand, not by mcprec) has no plan entry,
     and its session still opens, plans and replays."""
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         conn.execute("UPDATE messages SET raw = CAST(raw AS TEXT) "
                      "WHERE instr(CAST(raw AS TEXT), 'same #1') > 0 "
                      "OR (kind = 'request' AND instr(CAST(raw AS TEXT), '\"fail\"') > 0)")

@@ -17,7 +17,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import Implementation
 
-from helpers import dump
+from helpers import dump, sqlite
 from mcprec.cassette import open_cassette
 from replay_helpers import (
     BIG,
@@ -436,10 +436,9 @@ def test_strict_order_names_the_method_the_recording_expects(main: Any) -> None:
 
 def test_stale_match_key_is_reported_as_such(main: Any, tmp_path: Any) -> None:
     """A stored match key from another mcprec's index is reported as such, not as a matcher."""
-    import sqlite3
-
+    
     cassette = main.copy_to(tmp_path)
-    with sqlite3.connect(cassette) as conn:
+    with sqlite(cassette) as conn:
         conn.execute("UPDATE messages SET match_key = 'from-another-version' "
                      "WHERE method = 'tools/call' AND kind = 'request'")
         conn.execute("UPDATE sessions SET key_scheme = NULL")  # as that mcprec recorded it

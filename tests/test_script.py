@@ -4,7 +4,6 @@ servers; the recordings are read back with show, verify and replay like any othe
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import MCPREC, SDK_SERVER, copy_cassette, dump, run_client, run_mcprec
+from helpers import MCPREC, SDK_SERVER, copy_cassette, dump, run_client, run_mcprec, sqlite
 from http_helpers import start_sdk_http
 from mcprec.cassette import open_cassette
 from mcprec.script import load_scenario
@@ -72,7 +71,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def rows(cassette: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(cassette) as db:
+    with sqlite(cassette) as db:
         return db.execute(sql, args).fetchall()
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from helpers import MCPREC, SDK_SERVER
+from helpers import MCPREC, SDK_SERVER, sqlite
 from replay_helpers import Run, drive, main_scenario
 
 CHROMIUM = os.environ.get("MCPREC_CHROMIUM", "/usr/bin/chromium")
@@ -55,7 +55,7 @@ def recordings(tmp: Path) -> Path:
         _recorded["cassette"] = cassette
     copy = tmp / f"sdk-{len(list(tmp.glob('sdk-*.db')))}.db"
     # SQLite's backup: what is still in the source's WAL comes along
-    with sqlite3.connect(_recorded["cassette"]) as src, sqlite3.connect(copy) as dst:
+    with sqlite(_recorded["cassette"]) as src, sqlite3.connect(copy) as dst:
         src.backup(dst)
     src.close()
     dst.close()
