@@ -380,6 +380,7 @@ class PipedChild:
                                                               popen.stderr)
         except BaseException:
             child.close()
+            popen.wait()  # killed: reaped here, as no thread waits for it yet
             raise
 
         def reap() -> None:  # what asyncio's own child watcher does: a thread waits for it
@@ -420,8 +421,8 @@ def run_loop(main: Any, ends: Sequence[int] = (0, 1)) -> Any:
     """Run the coroutine ``main`` on uvloop when it is installed and the fds ``ends`` (our
     stdin and stdout) are pipes or sockets, as a client that starts us gives; else on
     asyncio's loop. A bare relay on the tap's pipe transports, 20,000 pipelined small
-    requests: 221,000-241,000 req/s on uvloop against 145,000-164,000 on asyncio's loop (3
-    alternated runs). Not on a terminal, a file or /dev/null: uvloop's write transport reads
+    requests: 205,000-241,000 req/s on uvloop against 145,000-164,000 on asyncio's loop (6
+    runs). Not on a terminal, a file or /dev/null: uvloop's write transport reads
     its fd to see it close, and on a terminal that is also stdin it took what was typed (and
     failed); given /dev/null, libuv aborts the process."""
     if all(_pipe_or_socket(fd) for fd in ends):
