@@ -289,65 +289,6 @@ async def end_process(proc: asyncio.subprocess.Process, grace: float = 5.0,
 # --- the tap ----------------------------------------------------------------------------------
 
 
-class _ChildProto(asyncio.SubprocessProtocol):
-    def __init__(self, tap: StdioTap) -> None:
-        self._tap = tap
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        if fd == 1:
-            self._tap._server_data(data)
-        else:
-            self._tap._server_stderr(data)
-
-    def pipe_connection_lost(self, fd: int, exc: BaseException | None) -> None:
-        if fd == 1:
-            self._tap._server_stdout_closed()
-        elif fd == 0:
-            self._tap._server_stdin_closed()
-
-    def process_exited(self) -> None:
-        self._tap._server_exited()
-
-    def pause_writing(self) -> None:  # the server's stdin is full: stop reading the client
-        self._tap._hold("server_full", True)
-
-    def resume_writing(self) -> None:
-        self._tap._hold("server_full", False)
-
-
-class _PipeOut(asyncio.Protocol):
-    """The server's stdout or stderr, read: what asyncio's subprocess transport reports to its
-    protocol, reported to ``_ChildProto``."""
-
-    def __init__(self, child: _ChildProto, fd: int) -> None:
-        self._child, self._fd = child, fd
-
-    def data_received(self, data: bytes) -> None:
-        self._child.pipe_data_received(self._fd, data)
-
-    def eof_received(self) -> bool:
-        return False  # the transport closes, and says so below
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        self._child.pipe_connection_lost(self._fd, exc)
-
-
-class _PipeIn(asyncio.BaseProtocol):
-    """The server's stdin, written: its flow control and its end, reported to ``_ChildProto``."""
-
-    def __init__(self, child: _ChildProto) -> None:
-        self._child = child
-
-    def pause_writing(self) -> None:
-        self._child.pause_writing()
-
-    def resume_writing(self) -> None:
-        self._child.resume_writing()
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        self._child.pipe_connection_lost(0, exc)
-
-
 class PipedChild:
     """The server, started with ``subprocess.Popen`` and plain pipes, read and written through
     the running loop's pipe transports: what ``loop.subprocess_exec`` gives, on any loop.
@@ -359,8 +300,13 @@ class PipedChild:
         self._pipes: dict[int, Any] = {}
 
     @classmethod
-    async def start(cls, protocol: _ChildProto, argv: Sequence[str], *,
-                    env: dict[str, str] | None, cwd: str | None) -> PipedChild:
+    async def start(cls, argv: Sequence[str], *, env: dict[str, str] | None, cwd: str | None,
+                    on_stdout: Callable[[bytes], None], on_stdout_end: Callable[[], None],
+                    on_stderr: Callable[[bytes], None], on_exit: Callable[[], None],
+                    pause: Callable[[], None], resume: Callable[[], None]) -> PipedChild:
+        """Start ``argv``: what it writes goes to ``on_stdout`` / ``on_stderr``, the end of its
+        stdout to ``on_stdout_end``, its exit to ``on_exit``; ``pause`` / ``resume`` when its
+        stdin is full / has room. The same protocols as our own ends (``StdioEnds``)."""
         loop = asyncio.get_running_loop()
         popen = subprocess.Popen(
             list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -372,12 +318,12 @@ class PipedChild:
         for pipe in (popen.stdin, popen.stdout):
             _widen_pipe(pipe.fileno())
         try:
-            child._pipes[0], _ = await loop.connect_write_pipe(lambda: _PipeIn(protocol),
-                                                               popen.stdin)
-            child._pipes[1], _ = await loop.connect_read_pipe(lambda: _PipeOut(protocol, 1),
-                                                              popen.stdout)
-            child._pipes[2], _ = await loop.connect_read_pipe(lambda: _PipeOut(protocol, 2),
-                                                              popen.stderr)
+            child._pipes[0], _ = await loop.connect_write_pipe(
+                lambda: _WriteProto(pause, resume, lambda exc: None), popen.stdin)
+            child._pipes[1], _ = await loop.connect_read_pipe(
+                lambda: _ReadProto(on_stdout, on_stdout_end), popen.stdout)
+            child._pipes[2], _ = await loop.connect_read_pipe(
+                lambda: _ReadProto(on_stderr, lambda: None), popen.stderr)
         except BaseException:
             child.close()
             popen.wait()  # killed: reaped here, as no thread waits for it yet
@@ -386,7 +332,7 @@ class PipedChild:
         def reap() -> None:  # what asyncio's own child watcher does: a thread waits for it
             popen.wait()
             with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
-                loop.call_soon_threadsafe(protocol.process_exited)
+                loop.call_soon_threadsafe(on_exit)
 
         threading.Thread(target=reap, name="mcprec-server-reaper", daemon=True).start()
         return child
@@ -553,9 +499,6 @@ class StdioTap:
         self.client.stop_reading()
         self._client_eof()
 
-    def _server_stdin_closed(self) -> None:
-        pass
-
     def _server_stdout_closed(self) -> None:
         self._stdout_eof.set()
 
@@ -605,8 +548,13 @@ class StdioTap:
         await self.client.open_writer(self._pause_server, self._resume_server,
                                       self._client_lost, stdout_fd)
         try:
-            transport = await PipedChild.start(_ChildProto(self), self.argv, env=self.env,
-                                               cwd=self.cwd)
+            transport = await PipedChild.start(
+                self.argv, env=self.env, cwd=self.cwd, on_stdout=self._server_data,
+                on_stdout_end=self._server_stdout_closed, on_stderr=self._server_stderr,
+                on_exit=self._server_exited,
+                # the server's stdin is full: stop reading the client
+                pause=lambda: self._hold("server_full", True),
+                resume=lambda: self._hold("server_full", False))
         except FileNotFoundError as e:
             self._start_failed()
             raise ServerStartError(f"cannot start server: command not found: {self.argv[0]}") from e
