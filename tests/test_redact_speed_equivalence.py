@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcprec import redact
-from mcprec.redact import PLACEHOLDER, Redactor, Rules
+from mcprec.redact import PLACEHOLDER, Redactor, Rules, _Literals
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,12 +85,21 @@ def reference_redact_text(r: Redactor, text: str) -> str:
     return r._sub_shaped(text, False) if r._shaped else text
 
 
-REDACTORS = {
-    "defaults": Redactor(Rules(env=False)),
-    "values and keys": Redactor(Rules(env=False, extra_values=["hunter2hunter2", "gh-secret-1"],
-                                      keys=["my_field"], patterns=[r"(?<=zz:)\d{4,}"])),
-    "pii": Redactor(Rules(env=False, packs=["pii"])),
+def searching(r: Redactor) -> Redactor:
+    """``r`` looking for its anchors by its own searches, as where Hyperscan is not to be had."""
+    r._literals = False
+    return r
+
+
+_RULES = {
+    "defaults": Rules(env=False),
+    "values and keys": Rules(env=False, extra_values=["hunter2hunter2", "gh-secret-1"],
+                             keys=["my_field"], patterns=[r"(?<=zz:)\d{4,}"]),
+    "pii": Rules(env=False, packs=["pii"]),
 }
+REDACTORS = {**{name: Redactor(rules) for name, rules in _RULES.items()},
+             **{f"{name}, searching": searching(Redactor(rules))
+                for name, rules in _RULES.items()}}
 
 
 def check_same(raw: bytes) -> None:
@@ -270,3 +279,43 @@ def test_presence_gates_find_their_anchors_however_many_gate_bytes(dots: int,
         assert set(r._selected(data, gated, any_anchor)) == want, text[:40]
         if as_bytes:
             check_same(orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": text}}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["sk-", "glpat-", "xoxb-", "xoxr", "PRIVATE KEY-----", "KEY-",
+                                 "key=", "token=", "secret=", "ghp_", "github_pat_", "_live_",
+                                 "_test_", "AKIA", "AIz", "@", "-", "=", "_", " ", ".", ".eyJ",
+                                 "earer ", "asic ", "hunter2hunter2", "h\x00nter2", "päss-wörd",
+                                 "pä", "x" * 700, "y " * 300]), max_size=30),
+       st.booleans())
+def test_one_pass_for_all_anchors_selects_as_the_searches_do(parts: list[str],
+                                                            as_bytes: bool) -> None:
+    """The checks Hyperscan's one pass selects in a large text (``_Literals``) are those whose
+    anchors occur, less a check whose required byte is absent; an anchor of any bytes (a NUL,
+    UTF-8) is a literal. The redactor's own searches select those or more (anchors searched
+    for together select all their checks: AKIA, ASIA, AIza)."""
+    rules = Rules(env=False, extra_values=["h\x00nter2hunter2", "päss-wörd-1"])
+    fast, slow = Redactor(rules), searching(Redactor(rules))
+    text = "z" * 4097 + "".join(parts)
+    data: Any = text.encode() if as_bytes else text
+    picks = []
+    for r in (fast, slow):
+        gated = r._gated_b if as_bytes else r._gated_s
+        any_anchor = r._any_anchor_b if as_bytes else r._any_anchor_s
+        picks.append(r._selected(data, gated, any_anchor))
+    anchors = fast._anchors_b if as_bytes else fast._anchors_s
+    required = {i: redact._REQUIRED.get(name) for i, (name, *_) in enumerate(fast._checks_s)}
+    assert picks[0] == sorted({i for a, i in anchors if a in data and (
+        required[i] is None or required[i] in text)})
+    assert set(picks[0]) <= set(picks[1])
+    assert isinstance(fast._literals, _Literals)  # the one pass ran: Hyperscan is installed
+
+
+def test_small_texts_keep_their_one_regex_pass() -> None:
+    """Up to 4 KiB, a text's anchors are looked for by one regex (cheaper than a scan's call):
+    the scanner is not even built."""
+    r = Redactor(Rules(env=False))
+    assert r.redact(b'{"a": "Bearer abcdefgh12345678"}') == b'{"a": "Bearer [REDACTED]"}'
+    assert r._literals is None
+    r.redact(b'{"a": "' + b"x " * 2500 + b'"}')
+    assert isinstance(r._literals, _Literals)
