@@ -1,6 +1,11 @@
 """A bare asyncio stdio relay: the baseline for what relaying alone costs, without recording.
 
     python bench/bare_relay.py -- SERVER_CMD...
+    python bench/bare_relay.py --uvloop -- SERVER_CMD...
+
+``--uvloop``: the relay as mcprec's tap runs it where its stdin and stdout are pipes (uvloop's
+loop, the server started with ``Popen`` and plain pipes, those driven by the loop's pipe
+transports): what relaying alone costs the tap as it is built.
 
 Spawns the server and forwards our stdin to its stdin and its stdout to our stdout, each chunk
 written the moment it is read, using the same asyncio pipe transports as mcprec's tap, with the
@@ -13,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
+import threading
 
 
 class _Reader(asyncio.Protocol):
@@ -115,12 +122,63 @@ class Relay:
         return 1 if code is None else (128 - code if code < 0 else code)
 
 
+class PipedRelay:
+    """The same relay with the server on plain pipes (``Popen``), as mcprec's tap has it."""
+
+    async def run(self, argv: list[str]) -> int:
+        loop = asyncio.get_running_loop()
+        exited, stdout_eof = asyncio.Event(), asyncio.Event()
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None
+        threading.Thread(target=lambda: (proc.wait(), loop.call_soon_threadsafe(exited.set)),
+                         daemon=True).start()
+        child_out: asyncio.ReadTransport | None = None
+        inp: asyncio.ReadTransport | None = None
+        out, wproto = await loop.connect_write_pipe(
+            lambda: _Writer(lambda: child_out and child_out.pause_reading(),
+                            lambda: child_out and child_out.resume_reading()),
+            os.fdopen(os.dup(1), "wb", buffering=0))
+        child_in, _ = await loop.connect_write_pipe(
+            lambda: _Writer(lambda: inp and inp.pause_reading(),
+                            lambda: inp and inp.resume_reading()), proc.stdin)
+        child_out, _ = await loop.connect_read_pipe(
+            lambda: _Reader(out.write, stdout_eof.set), proc.stdout)
+
+        def client_data(data: bytes) -> None:
+            if not child_in.is_closing():
+                child_in.write(data)
+
+        inp, _ = await loop.connect_read_pipe(
+            lambda: _Reader(client_data, child_in.close),
+            os.fdopen(os.dup(0), "rb", buffering=0))
+        await exited.wait()
+        try:
+            await asyncio.wait_for(stdout_eof.wait(), 2.0)
+        except asyncio.TimeoutError:
+            pass
+        inp.close()
+        out.close()
+        try:
+            await asyncio.wait_for(asyncio.shield(wproto.closed), 5.0)
+        except asyncio.TimeoutError:
+            pass
+        code = proc.returncode
+        return 1 if code is None else (128 - code if code < 0 else code)
+
+
 def main() -> None:
     argv = sys.argv[1:]
+    uv = bool(argv) and argv[0] == "--uvloop"
+    if uv:
+        argv = argv[1:]
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
-        sys.exit("usage: bare_relay.py -- SERVER_CMD...")
+        sys.exit("usage: bare_relay.py [--uvloop] -- SERVER_CMD...")
+    if uv:
+        import uvloop
+
+        sys.exit(uvloop.run(PipedRelay().run(argv)))
     sys.exit(asyncio.run(Relay().run(argv)))
 
 

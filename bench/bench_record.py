@@ -9,6 +9,7 @@ Five configurations, each in a fresh process per measurement, alternated within 
   direct           client <-> bench/echo_server.py
   bare             client <-> bench/bare_relay.py (asyncio pipe relay, no recording) <-> echo
   poll             client <-> bench/poll_relay.py (the same on a blocking poll loop) <-> echo
+  bare-uv          client <-> bench/bare_relay.py --uvloop (as the tap relays: uvloop, plain pipes) <-> echo
   mcprec           client <-> python -m mcprec record -c <tmp cassette> <-> echo server
   mcprec-noredact  the same with redaction off (mcprec.toml: [redact] defaults/env = false)
   mcprec-pii       the default rules plus the pii pack (mcprec.toml: [redact] packs = ["pii"]);
@@ -75,7 +76,7 @@ ECHO = [PY, str(BENCH / "echo_server.py")]
 sys.path.insert(0, str(BENCH))
 from echo_server import response as echo_response  # noqa: E402
 
-CONFIGS = ("direct", "bare", "poll", "mcprec", "mcprec-noredact", "mcprec-pii")
+CONFIGS = ("direct", "bare", "bare-uv", "poll", "mcprec", "mcprec-noredact", "mcprec-pii")
 DEFAULT_CONFIGS = ("direct", "bare", "poll", "mcprec", "mcprec-noredact")
 WARMUP = 50  # ping-pongs before each timed load (process start-up, imports, caches)
 
@@ -361,6 +362,8 @@ def command(config: str, cassette: Path, tmp: Path,
         return server, ROOT
     if config == "bare":
         return [PY, str(BENCH / "bare_relay.py"), "--", *server], ROOT
+    if config == "bare-uv":
+        return [PY, str(BENCH / "bare_relay.py"), "--uvloop", "--", *server], ROOT
     if config == "poll":
         return [PY, str(BENCH / "poll_relay.py"), "--", *server], ROOT
     cwd = tmp / config  # mcprec-before: as mcprec, from the --baseline source tree
