@@ -29,6 +29,12 @@ Loads:
 The big results come from this script itself run as a server (``--blob-server``): an echo
 server that answers a call for ``blob`` with ``size`` bytes of base64.
 
+Each load runs in a fresh process tree: 50 ping-pongs warm it up, then the client waits until
+its processes have used no CPU for 50 ms (``settle``: mcprec's recorder process may still be
+starting), then times the load. The wait changes where the scheduler puts the processes: after
+it, a direct client and server share a CPU (the ping load's direct p50 ~9 µs, against ~52 µs
+when the load began at once, on two CPUs), which 50 more ping-pongs did not undo.
+
 A load stops sending after --max-seconds (then finishes what is in flight), so that a
 pathologically slow configuration cannot stall the run; the table says how many completed.
 
@@ -294,6 +300,27 @@ def _cpu(fields: list[str]) -> float:
     return (int(fields[11]) + int(fields[12])) / HZ
 
 
+SETTLE_QUIET = 0.05
+SETTLE_MAX = 3.0
+
+
+def settle(pid: int) -> float:
+    """Wait until process ``pid`` and its children have used no CPU for ``SETTLE_QUIET`` s (at
+    most ``SETTLE_MAX``): the seconds waited. After the warm-up's ping-pongs mcprec's recorder
+    process may still be starting (Python's start, its imports, the cassette opened: ~60 ms of
+    CPU here); a timed load begun then measured that start-up as much as the load, on the small
+    load (20,000 requests, ~0.1 s) most of all. Every configuration waits alike."""
+    t0 = time.monotonic()
+    last = tree_cpu(pid)
+    while time.monotonic() - t0 < SETTLE_MAX:
+        time.sleep(SETTLE_QUIET)
+        now = tree_cpu(pid)
+        if now == last:
+            break
+        last = now
+    return time.monotonic() - t0
+
+
 def tree_cpu(pid: int) -> float:
     """CPU seconds used so far by process ``pid`` (all threads) and its direct children."""
     total = 0.0
@@ -483,6 +510,7 @@ def run_one(config: str, load: Load, rnd: int, tmp: Path,
     os.set_blocking(rfd, False)
     try:
         drive(wfd, rfd, warm_reqs, warm_exp, 1)
+        settled = settle(proc.pid)
         cpu0, own0, wall0 = tree_cpu(proc.pid), own_cpu(), time.monotonic()
         send_ts, recv_ts = drive(wfd, rfd, reqs, exp, load.window, max_seconds)
         wall1, own1, cpu1 = time.monotonic(), own_cpu(), tree_cpu(proc.pid)
@@ -502,7 +530,7 @@ def run_one(config: str, load: Load, rnd: int, tmp: Path,
         raise
     finally:
         proc.stdout.close()
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"settle_ms": settled * 1e3}
     if config.startswith("mcprec"):  # the recorder outlives mcprec: until it is done
         extra["recorded_ms"] = (t1 - t0) / 1e6 + wait_recorded(cassette) * 1e3
     if rss is not None:
@@ -620,6 +648,7 @@ def summarize(results: list[Result], load_list: list[Load],
                 "relay_rss_mib": med([x.get("relay", 0.0) for x in rss]) if rss else None,
                 "recorder_rss_mib": med([x.get("recorder", 0.0) for x in rss]) if rss else None,
                 "recorded_ms": med(recorded) if recorded else None,
+                "settle_ms": med([r.extra["settle_ms"] for r in rs if "settle_ms" in r.extra]),
                 "rounds": [
                     {"round": r.round, "completed": r.completed, "throughput": r.throughput,
                      "p50_us": r.p50_us, "p99_us": r.p99_us, "exit_ms": r.exit_ms,
@@ -719,6 +748,13 @@ x bare: throughput (big results: latency) against the bare relay's in the same r
 relay / recorder MiB: peak RSS (VmHWM) of the relay process and of mcprec's recorder process;
 cpu: CPU of the relay and server processes during the load, per request;
 client: the benchmark client's CPU / wall time (well under 100% = it is not the bottleneck)""")
+    settles = {}
+    for s in summary.values():
+        for config, r in s["configs"].items():
+            settles.setdefault(config, []).append(r["settle_ms"])
+    print("\nstart-up: each timed load begins once the configuration's processes have used no "
+          f"CPU for {SETTLE_QUIET * 1e3:g} ms after\nthe warm-up; the wait (ms, median of the "
+          "loads' medians): " + ", ".join(f"{c} {med(v):.0f}" for c, v in settles.items()))
     fmt = " ".join(f"{x:.2f}" for x in foreign)
     print(f"\nother processes' CPU load per round (CPUs; 0.00 = quiet machine): {fmt}")
     print("load average (1 min) at the start and the end: "
