@@ -746,9 +746,14 @@ class Redactor:
         if literals is False:
             return None
         assert isinstance(literals, _Literals)
-        found = literals.found(data.encode("utf-8", "surrogatepass") if type(data) is str
-                               else data)
-        if found is None:
+        if type(data) is str:
+            data_b = data.encode("utf-8", "surrogatepass")  # substrings stay substrings
+        else:
+            data_b = data
+        if len(data_b) >= 1 << 32:  # past a block scan's 32-bit length: searched for
+            return None
+        found = literals.found(data_b)
+        if found is None:  # Hyperscan failed: the searches from now on
             self._literals = False
             return None
         picked = set(self._always)
@@ -1067,16 +1072,15 @@ class _Literals:
         return cls(db, hyperscan.error)
 
     def found(self, data: Any) -> list[int] | None:
-        """The indexes of the anchors that occur in ``data`` (None: Hyperscan failed)."""
-        if len(data) >= 1 << 32:  # a block scan's length is 32 bits
-            return None
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            import hyperscan
-
-            scratch = self._local.scratch = hyperscan.Scratch(self._db)
+        """The indexes of the anchors that occur in ``data`` (shorter than 4 GiB; None:
+        Hyperscan failed)."""
         found: list[int] = []
         try:
+            scratch = getattr(self._local, "scratch", None)
+            if scratch is None:
+                import hyperscan
+
+                scratch = self._local.scratch = hyperscan.Scratch(self._db)
             self._db.scan(data, match_event_handler=lambda i, *_: found.append(i),
                           scratch=scratch)
         except self._error:

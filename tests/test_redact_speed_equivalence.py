@@ -319,3 +319,29 @@ def test_small_texts_keep_their_one_regex_pass() -> None:
     assert r._literals is None
     r.redact(b'{"a": "' + b"x " * 2500 + b'"}')
     assert isinstance(r._literals, _Literals)
+
+
+def test_threads_scan_at_once_each_with_its_own_scratch() -> None:
+    """Hyperscan's scratch space is not shareable: each thread gets its own, so threads that
+    redact large messages at once all get the one pass (none falls back), and the right
+    bytes."""
+    import threading
+
+    r = Redactor(Rules(env=False))
+    raws = [message(f"see {secret} there", 20_000, "text") for secret in SECRETS[:8]]
+    want = [reference_redact(r, raw) for raw in raws]
+    bad: list[int] = []
+
+    def work(k: int) -> None:
+        for _ in range(30):
+            for raw, expected in zip(raws, want):
+                if r.redact(raw) != expected:
+                    bad.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+    assert isinstance(r._literals, _Literals)  # no thread's scan failed
