@@ -30,7 +30,7 @@ class Verification:
 def _session_rules(redact: Redactor | None, c: Cassette, s: Any) -> Redactor:
     """The rules given, plus those the reference session was redacted with (its manifest):
     the new run is redacted alike, so that the two compare."""
-    from .redact_manifest import redactor_like
+    from .redact.manifest import redactor_like
 
     return redactor_like(redact, c, s)
 

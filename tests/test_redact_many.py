@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcprec.redact import Redactor, Rules
-from mcprec.redact_packs import parse_pack
+from mcprec.redact.packs import parse_pack
 
 from test_redact_speed_equivalence import NEAR, SECRETS
 

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcprec import redact
-from mcprec.redact import PLACEHOLDER, Redactor, Rules, _Literals
+from mcprec.redact import patterns, prefilter
+from mcprec.redact import PLACEHOLDER, Redactor, Rules
+from mcprec.redact.prefilter import _Literals
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,10 +50,10 @@ def reference_has_secret_key(r: Redactor, raw: bytes) -> bool:
     if r._key_probe is None:
         return False
     if len(raw) > 4096:
-        for m in redact._KEY_END.finditer(raw):
+        for m in prefilter._KEY_END.finditer(raw):
             end = m.start()
             start = raw.rfind(b'"', max(0, end - 100), end)
-            if start != -1 and redact._norm_key(raw[start + 1:end].rstrip(b"\\").decode(
+            if start != -1 and patterns._norm_key(raw[start + 1:end].rstrip(b"\\").decode(
                     "utf-8", "replace")) in r._keys:
                 return True
         return False
@@ -63,13 +64,13 @@ def reference_patterns(r: Redactor, raw: bytes) -> bytes:
     """Every pattern, in order, run with ``re.sub`` on the whole message: no anchor, no gate,
     no lead."""
     for check in r._checks_b:
-        raw = r._sub(check, raw, True, redact._PLACEHOLDER_B)
+        raw = r._sub(check, raw, True, patterns._PLACEHOLDER_B)
     return r._sub_shaped(raw, True) if r._shaped else raw
 
 
 def reference_redact(r: Redactor, raw: bytes) -> bytes:
-    if len(raw) > redact._BLOB_MIN and redact._BLOB.search(raw) is not None:
-        parts = redact._BLOB.split(raw)
+    if len(raw) > patterns._BLOB_MIN and patterns._BLOB.search(raw) is not None:
+        parts = patterns._BLOB.split(raw)
         out = b"".join(p if i % 2 else reference_patterns(r, p) for i, p in enumerate(parts))
         if bool(r._paths) or any(reference_has_secret_key(r, p) for p in parts[::2]):
             out = r._redact_keys_and_paths(out)
@@ -106,7 +107,7 @@ def check_same(raw: bytes) -> None:
     for name, r in REDACTORS.items():
         assert r.redact(raw) == reference_redact(r, raw), name
         assert r._has_secret_key(raw) == reference_has_secret_key(r, raw), name
-        assert redact._blob_parts(raw) == redact._BLOB.split(raw), name
+        assert prefilter._blob_parts(raw) == patterns._BLOB.split(raw), name
         text = raw.decode("utf-8", "replace")
         assert r.redact_text(text) == reference_redact_text(r, text), name
 
@@ -189,14 +190,14 @@ def test_generated_messages_go_as_the_reference_says(parts: list[str], pad: int,
        st.sampled_from([b" ", b'"', b":", b"a", b"\\", b"="]))
 def test_key_names_and_payloads_agree_on_any_bytes(chunk: bytes, pad: int, fill: bytes) -> None:
     raw = fill * (pad // 2) + chunk + b'"' + b"Q" * (pad // 2) + b'"' + chunk
-    ends = [m.start() for m in redact._KEY_END.finditer(raw)]
+    ends = [m.start() for m in prefilter._KEY_END.finditer(raw)]
     expected = set()
     for end in ends:
         start = raw.rfind(b'"', max(0, end - 100), end)
         if start != -1:
             expected.add(raw[start + 1:end])
-    assert redact._key_names(raw) == expected
-    assert redact._blob_parts(raw) == redact._BLOB.split(raw)
+    assert prefilter._key_names(raw) == expected
+    assert prefilter._blob_parts(raw) == patterns._BLOB.split(raw)
 
 
 def test_every_colon_path_of_key_names_is_taken() -> None:
@@ -206,9 +207,9 @@ def test_every_colon_path_of_key_names_is_taken() -> None:
         raw = orjson.dumps({"a": [{"k": i, f"key{i % 7}": "v", "x:y": "z",
                                    "w" * (98 + i % 4): 1} for i in range(n)]})
         expected = {raw[raw.rfind(b'"', max(0, e - 100), e) + 1:e]
-                    for e in (m.start() for m in redact._KEY_END.finditer(raw))
+                    for e in (m.start() for m in prefilter._KEY_END.finditer(raw))
                     if raw.rfind(b'"', max(0, e - 100), e) != -1}
-        assert redact._key_names(raw) == expected
+        assert prefilter._key_names(raw) == expected
 
 
 def test_led_patterns_are_the_bundled_ones_only() -> None:
@@ -228,7 +229,7 @@ def test_payloads_side_by_side_share_no_quote(gap: bytes) -> None:
     for pad in (b"", b" x" * 40):  # few quotes, many
         raw = pad + b'{"a":"' + b"A" * 1100 + b'"' + gap + b"B" * 1100 + b'","c":"' + \
             b"C/+=" * 300 + b'""' + b"D" * 1030 + b'"}' + pad * 20
-        assert redact._blob_parts(raw) == redact._BLOB.split(raw)
+        assert prefilter._blob_parts(raw) == patterns._BLOB.split(raw)
         check_same(raw)
 
 
@@ -254,14 +255,14 @@ def test_anchors_at_a_gate_are_found_as_a_search_finds_them(parts: list[str],
             continue
         want = sorted({i for a, _, ids in at_gate.members if a in data for i in ids})
         assert sorted(set(at_gate.picked(data))) == want, (gate, text)
-    # a check whose every match holds a byte (redact._REQUIRED) is skipped without that byte
-    required = {i: redact._REQUIRED.get(name) for i, (name, *_) in enumerate(r._checks_s)}
+    # a check whose every match holds a byte (patterns._REQUIRED) is skipped without that byte
+    required = {i: patterns._REQUIRED.get(name) for i, (name, *_) in enumerate(r._checks_s)}
     assert set(r._selected(data, gated, any_anchor)) == {
         i for a, i in anchors if a in data and (required[i] is None or required[i] in text)
     } | set(r._always)
 
 
-@pytest.mark.parametrize("dots", [0, 3, redact._SPARSE - 1, redact._SPARSE, 40])
+@pytest.mark.parametrize("dots", [0, 3, prefilter._SPARSE - 1, prefilter._SPARSE, 40])
 @pytest.mark.parametrize("as_bytes", [True, False])
 def test_presence_gates_find_their_anchors_however_many_gate_bytes(dots: int,
                                                                   as_bytes: bool) -> None:
@@ -304,7 +305,7 @@ def test_one_pass_for_all_anchors_selects_as_the_searches_do(parts: list[str],
         any_anchor = r._any_anchor_b if as_bytes else r._any_anchor_s
         picks.append(r._selected(data, gated, any_anchor))
     anchors = fast._anchors_b if as_bytes else fast._anchors_s
-    required = {i: redact._REQUIRED.get(name) for i, (name, *_) in enumerate(fast._checks_s)}
+    required = {i: patterns._REQUIRED.get(name) for i, (name, *_) in enumerate(fast._checks_s)}
     assert picks[0] == sorted({i for a, i in anchors if a in data and (
         required[i] is None or required[i] in text)})
     assert set(picks[0]) <= set(picks[1])

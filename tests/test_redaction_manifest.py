@@ -219,7 +219,7 @@ def test_replay_of_a_default_recording_loads_no_redaction_machinery(tmp_path: Pa
                         str(cassette)], input=json.dumps(init).encode() + b"\n",
                        capture_output=True, timeout=60, check=False)
     assert b'"id":1' in p.stdout, p.stderr
-    assert b"mcprec.redact_manifest" not in p.stderr and b"mcprec.redact_packs" not in p.stderr
+    assert b"mcprec.redact.manifest" not in p.stderr and b"mcprec.redact.packs" not in p.stderr
 
 
 def test_http_proxy_hashes_headers_and_bodies_alike_and_replay_matches(tmp_path: Path) -> None:

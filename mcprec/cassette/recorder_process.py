@@ -386,7 +386,7 @@ def create_recorded_session(path: str | os.PathLike[str], name: str, *, transpor
     so that a bad cassette or a taken name fails at once."""
     from .store import Cassette
 
-    from ..redact_manifest import for_recording
+    from ..redact.manifest import for_recording
 
     with Cassette.open(path, create=True) as c:
         redact, manifest = for_recording(redact, c)  # keyed by the cassette's salt, if hashing
@@ -754,7 +754,7 @@ def _main(path: str) -> int:
     warned: set[int] = set()
     cassette = Cassette.open(path, wait=False)
     if redactor is not None and redactor.needs_salt:
-        from ..redact_manifest import recorder_salt
+        from ..redact.manifest import recorder_salt
 
         redactor = recorder_salt(redactor, cassette)
     cassette.connection.execute("PRAGMA wal_autocheckpoint = 0")

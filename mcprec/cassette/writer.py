@@ -581,11 +581,11 @@ def redacted_pieces(redactor: Any, raw: bytes | bytearray) -> list[Any]:
     splitting and joining them: patterns run on the stretches between payloads; a secret-named
     key in those stretches, or a path rule, has the whole message rewritten as ``redact`` does.
     """
-    from .. import redact
+    from ..redact import patterns as tables
 
-    if len(raw) <= redact._BLOB_MIN:
+    if len(raw) <= tables._BLOB_MIN:
         return [raw if redactor is None else redactor.redact(bytes(raw))]
-    spans = payload_spans(raw, redact._BLOB)
+    spans = payload_spans(raw, tables._BLOB)
     if not spans:
         return [raw if redactor is None else redactor.redact(bytes(raw))]
     view = memoryview(raw)
@@ -769,7 +769,7 @@ def open_session_writer(
     redact: Redactor | None = None,
 ) -> SessionWriter:
     """Create (or open) the cassette, add a session and start its writer."""
-    from ..redact_manifest import for_recording
+    from ..redact.manifest import for_recording
 
     cassette = Cassette.open(path, create=True)
     try:

@@ -28,7 +28,7 @@ def redact(cassette: str, redact_paths: tuple[str, ...], redact_keys: tuple[str,
     mcprec.toml, each session's redaction manifest, and the options given; the manifests then
     name the packs applied. Redacted requests still match during replay.
     """
-    from ..cassette.maintenance import redact_cassette
+    from ..redact.inplace import redact_cassette
 
     n = redact_cassette(cassette, _redactor(redact_paths, redact_keys, redact_patterns))
     click.echo(f"{cassette}: redacted {n} row(s)", err=True)
@@ -48,7 +48,7 @@ def scan(cassettes: tuple[str, ...], require: tuple[str, ...], redact_paths: tup
 
     Each session is also scanned with the rules of its redaction manifest (the packs it was
     recorded with)."""
-    from ..cassette.maintenance import scan_cassette
+    from ..redact.inplace import scan_cassette
 
     redactor = _redactor(redact_paths, redact_keys, redact_patterns)
     dirty = unreadable = 0
@@ -169,7 +169,7 @@ def show(cassette: str, session: str | None, as_json: bool, body: bool, with_std
             )
             manifest = c.redaction_manifests([s]).get(s.id)
             if manifest is not None:
-                from ..redact_manifest import describe
+                from ..redact.manifest import describe
 
                 click.echo(f"redaction {describe(manifest)}")
             paused = c.backpressure([s]).get(s.id)

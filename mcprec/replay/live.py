@@ -172,7 +172,7 @@ def _append_writer(cassette: Cassette, session: Session, redact: Any = None) -> 
     """A writer that continues ``session``: later seqs, and times after its last message,
     redacted by the rules given plus those the session was recorded with (its manifest, keyed
     by the same salt), so that live traffic reaches the disk as the recording did."""
-    from ..redact_manifest import redactor_like
+    from ..redact.manifest import redactor_like
 
     own = Cassette.open(cassette.path)
     rules = redactor_like(redact, own, session)

@@ -199,7 +199,7 @@ class Playback:
         self._redact: Any = redact
         if getattr(cassette, "redaction_beyond_defaults", None) is not None and \
                 cassette.redaction_beyond_defaults(sessions):  # the recording's own rules
-            from ..redact_manifest import session_redactor
+            from ..redact.manifest import session_redactor
 
             self._redact = session_redactor(redact, cassette, sessions)
         self._server_stderr = server_stderr

@@ -117,7 +117,7 @@ class RecordingProxy:
         self.listen_origin = ""  # set once bound, to rewrite legacy endpoint URLs
         self._redact = redact if redact is not None else default_redactor()
         if getattr(self._redact, "needs_salt", False):  # pseudonyms in headers as in messages
-            from ..redact_manifest import salted_for
+            from ..redact.manifest import salted_for
 
             self._redact = salted_for(self._redact, cassette)
         self._redacted: dict[tuple[tuple[bytes, bytes], ...], dict[str, str]] = {}

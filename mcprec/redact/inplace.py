@@ -12,8 +12,8 @@ from typing import Any, Protocol
 import orjson
 
 from .. import wire
-from . import plan
-from .store import Cassette, text_bytes, write_transaction
+from ..cassette import plan
+from ..cassette.store import Cassette, text_bytes, write_transaction
 
 
 class _Redactor(Protocol):
@@ -42,7 +42,7 @@ def redact_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> int:
     message, stderr line and session field, in place; record the rules applied in each
     session's manifest; then checkpoint the WAL and VACUUM so nothing lingers in free pages.
     Returns the number of rows changed."""
-    from ..redact_manifest import for_recording, session_redactor
+    from .manifest import for_recording, session_redactor
 
     changed = 0
     with Cassette.open(path) as c:
@@ -136,12 +136,12 @@ def scan_cassette(path: str | os.PathLike[str], redactor: _Redactor,
     its redaction manifest too), and in the raw file bytes (WAL and free pages included, where
     deleted data can linger). ``require``: packs every session's manifest must name (a
     session not redacted with one of them is a finding); a bundled one is also scanned for."""
-    from ..redact_manifest import session_redactor
+    from .manifest import session_redactor
 
     bundled = tuple(p for p in require if p in ("pii", "paths"))
     rules = getattr(redactor, "rules", None)
     if bundled and rules is not None:  # a pack required is a pack scanned for
-        from ..redact import Redactor, Rules
+        from . import Redactor, Rules
 
         redactor = Redactor(rules.merged(Rules(packs=bundled)))
     findings: list[Finding] = []

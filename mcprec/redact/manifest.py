@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import UsageError
+from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from .redact import Rules
+    from . import Rules
 
 SALT_ENV = "MCPREC_REDACT_SALT"  # as mcprec.redact.SALT_ENV: replay imports this module alone
 
@@ -27,7 +27,7 @@ def for_recording(redact: Any, cassette: Any) -> tuple[Any, dict[str, Any] | Non
     """``redact`` keyed by the cassette's salt when a rule pseudonymizes (the salt made now if
     the cassette has none, unless ``$MCPREC_REDACT_SALT`` is set), and the manifest to store
     with the session (None for no redactor, or one that is not a ``Redactor``)."""
-    from .redact import Rules
+    from . import Rules
 
     rules = getattr(redact, "rules", None)
     if not isinstance(rules, Rules):
@@ -58,7 +58,7 @@ def salted_for(redact: Any, path: Any) -> Any:
     if not getattr(redact, "needs_salt", False) or os.environ.get(SALT_ENV) or getattr(
             redact, "_salt", None) is not None:
         return redact
-    from .cassette import Cassette
+    from ..cassette import Cassette
 
     with Cassette.open(path, create=True) as c:
         return redact.with_salt(c.redaction_salt(create=True))
@@ -73,8 +73,8 @@ def rules_from_manifest(manifest: Mapping[str, Any], *, cassette_path: Any = Non
     says to use this version (and ``redact`` then re-redacts the cassette with it)."""
     import hashlib
 
-    from .redact import Rules
-    from .redact_packs import PACKS, parse_pack
+    from . import Rules
+    from .packs import PACKS, parse_pack
 
     names = [str(p) for p in manifest.get("packs", ())]
     user = []
@@ -139,7 +139,7 @@ def session_redactor(base: Any, cassette: Any, sessions: Iterable[Any], *,
     manifests = read(sessions) if read is not None else {}
     if not any(adds_to_defaults(m) for m in manifests.values()):
         return base  # the defaults alone (or no manifest): nothing to load, as before
-    from .redact import Redactor, Rules
+    from . import Redactor, Rules
 
     if base is not None and not isinstance(getattr(base, "rules", None), Rules):
         return base  # a redactor of the caller's own making: theirs to keep
@@ -151,7 +151,7 @@ def session_redactor(base: Any, cassette: Any, sessions: Iterable[Any], *,
         rules = r if rules is None else rules.merged(r)
     assert rules is not None
     if base is None:
-        from .redact import default_redactor
+        from . import default_redactor
 
         base = default_redactor()
     from dataclasses import replace
@@ -171,7 +171,7 @@ def redactor_like(base: Any, cassette: Any, session: Any) -> Any:
     found = session_redactor(base, cassette, [session])
     if found is not None:
         return found
-    from .redact import default_redactor
+    from . import default_redactor
 
     return default_redactor()
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from ..errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -283,7 +283,7 @@ def _kind(text: str) -> str:
 
 
 def check_strategy(value: Any, where: str) -> str | None:
-    from .redact import STRATEGIES
+    from . import STRATEGIES
 
     if value is None:
         return None
@@ -308,7 +308,7 @@ def load_pack(path: str | os.PathLike[str]) -> UserPack:
 
 
 def parse_pack(text: str, file: str, *, sha256: str) -> UserPack:
-    from .config import _toml_module
+    from ..config import _toml_module
 
     toml = _toml_module()
     if toml is None:
@@ -376,7 +376,7 @@ def parse_pack(text: str, file: str, *, sha256: str) -> UserPack:
                 keys.append(KeyRule(_kind(r.get("kind", r["keys"][0])), tuple(r["keys"]),
                                     rule_strategy, replacement))
             else:
-                from .jsonpath import parse_path
+                from ..jsonpath import parse_path
 
                 for p in r["paths"]:
                     try:
