@@ -82,6 +82,10 @@ ECHO = [PY, str(BENCH / "echo_server.py")]
 sys.path.insert(0, str(BENCH))
 from echo_server import response as echo_response  # noqa: E402
 
+RECORDER_MODULES = (b"mcprec.record.child", b"mcprec.cassette.recorder_process",
+                    b"mcprec.cassette.process")
+"""The recorder process's module, by its names old and new (--baseline trees)."""
+
 CONFIGS = ("direct", "bare", "bare-uv", "poll", "mcprec", "mcprec-noredact", "mcprec-pii")
 DEFAULT_CONFIGS = ("direct", "bare", "poll", "mcprec", "mcprec-noredact")
 WARMUP = 50  # ping-pongs before each timed load (process start-up, imports, caches)
@@ -448,9 +452,8 @@ class PeakRss:
                             cmd = f.read()
                     except OSError:
                         continue
-                    # (mcprec.cassette.process: a --baseline tree from before the rename)
-                    if b"mcprec.cassette.recorder_process" in cmd or \
-                            b"mcprec.cassette.process" in cmd:
+                    # (the older names: --baseline trees from before the renames)
+                    if any(name in cmd for name in RECORDER_MODULES):
                         self.recorder = child
             for name, pid in (("relay", self.pid), ("recorder", self.recorder)):
                 kb = _hwm_kb(pid) if pid is not None else None

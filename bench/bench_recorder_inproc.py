@@ -57,7 +57,7 @@ def child(tree: str, pairs: int, batch: int, redact: bool, distinct: bool) -> di
     """One measurement, in this process, of the ``mcprec`` found in ``tree``."""
     sys.path.insert(0, tree)
     from mcprec.cassette.store import Cassette
-    from mcprec.cassette.writer import Recorder
+    from mcprec.record.writer import Recorder
     from mcprec.redact import Redactor, Rules
 
     assert Path(sys.modules["mcprec"].__file__ or "").is_relative_to(tree), "wrong mcprec"

@@ -51,6 +51,7 @@ sys.path.insert(0, os.environ.get("MCPREC_BENCH_SOURCE") or str(REPO))
 
 from mcprec import wire  # noqa: E402
 from mcprec.cassette import open_session_writer  # noqa: E402
+from mcprec.record.writer import 
 
 WINDOW = 32
 

@@ -23,6 +23,10 @@ import threading
 import time
 from pathlib import Path
 
+RECORDER_MODULES = (b"mcprec.record.child", b"mcprec.cassette.recorder_process",
+                    b"mcprec.cassette.process")
+"""The recorder process's module, by its names old and new (--baseline trees)."""
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -35,13 +39,13 @@ def children(pid: int) -> list[int]:
 
 
 def recorder_pid(pid: int) -> int | None:
-    """mcprec's recorder process (the child running mcprec.cassette.recorder_process, or
-    mcprec.cassette.process in trees from before its rename)."""
+    """mcprec's recorder process (the child running mcprec.record.child, or its older names
+    in trees from before the renames)."""
     for child in children(pid):
         try:
             with open(f"/proc/{child}/cmdline", "rb") as f:
                 cmd = f.read()
-            if b"mcprec.cassette.recorder_process" in cmd or b"mcprec.cassette.process" in cmd:
+            if any(name in cmd for name in RECORDER_MODULES):
                 return child
         except OSError:
             continue

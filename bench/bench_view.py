@@ -39,6 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 from mcprec.cassette import open_session_writer  # noqa: E402
 
+from mcprec.record.writer import 
+
 TARGET_S = 1.0
 C2S, S2C = "client_to_server", "server_to_client"
 CHROMIUM = os.environ.get("MCPREC_CHROMIUM", "/usr/bin/chromium")

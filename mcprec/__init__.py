@@ -25,8 +25,8 @@ _EXPORTS = {
     "Session": "mcprec.cassette",
     "Message": "mcprec.cassette",
     "open_cassette": "mcprec.cassette",
-    "record_stdio": "mcprec.record",
-    "record_http": "mcprec.record",
+    "record_stdio": "mcprec.record.api",
+    "record_http": "mcprec.record.api",
     "replay_stdio": "mcprec.replay",
     "replay_http": "mcprec.replay",
     "MatchOptions": "mcprec.matching",
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from .diff import assert_no_breaking_changes, diff_sessions
     from .errors import CassetteError, McprecError, NoMatchError
     from .matching import MatchOptions
-    from .record import record_http, record_stdio
+    from .record.api import record_http, record_stdio
     from .redact import Redactor, Rules
     from .replay import replay_http, replay_stdio
     from .verify import run_verification

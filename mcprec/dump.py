@@ -25,7 +25,7 @@ from typing import IO, Any
 import orjson
 
 from .cassette import Cassette, Session
-from .cassette.writer import SessionWriter
+from .record.writer import SessionWriter
 from .errors import CassetteError, UsageError
 from .wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 

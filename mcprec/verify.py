@@ -12,9 +12,10 @@ from typing import Any
 
 
 from . import _log
-from .cassette import Cassette, open_session_writer
+from .cassette import Cassette
+from .record.writer import open_session_writer
 from .errors import ServerStartError, UsageError
-from .record import check_command
+from .record.api import check_command
 from .redact import Redactor
 from .replay.driver import DEFAULT_TIMEOUT_S, DriveResult, drive_http, drive_stdio
 from .replay.playback import check_replayable

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from helpers import LINE_SERVER, run_mcprec
-from mcprec.cassette import Cassette, open_session_writer
+from mcprec.cassette import Cassette
+from mcprec.record.writer import open_session_writer
 
 BIG = 2**70 + 1  # 1180591620717411303425: a float would make it ...303424
 

@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from helpers import ClientRun, dump, record_scenario, run_mcprec
-from mcprec.cassette import open_cassette, open_session_writer
+from mcprec.cassette import open_cassette
+from mcprec.record.writer import open_session_writer
 from mcprec.cli.diff import diff_command
 from mcprec.diff import DiffResult, assert_no_breaking_changes, diff, diff_sessions
 

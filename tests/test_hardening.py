@@ -16,7 +16,8 @@ import pytest
 from helpers import MCPREC, REPO, copy_cassette
 
 from mcprec import wire
-from mcprec.cassette import open_cassette, open_session_writer
+from mcprec.cassette import open_cassette
+from mcprec.record.writer import open_session_writer
 
 EXAMPLE_SERVER = [sys.executable, str(REPO / "examples" / "weather_server.py")]
 EXAMPLE_CLIENT = [sys.executable, str(REPO / "examples" / "weather_client.py"), "--"]

@@ -23,7 +23,7 @@ import orjson
 from helpers import PEERS, assert_show_says_paused, proc_status_bytes, run_mcprec
 from http_helpers import Proc, _first_stdout_url, start_proxy
 from mcprec.cassette import open_cassette
-from mcprec.cassette.recorder_process import HIGH_WATER
+from mcprec.record.process import HIGH_WATER
 
 _spec = importlib.util.spec_from_file_location("big_http_server", PEERS / "big_http_server.py")
 assert _spec is not None and _spec.loader is not None

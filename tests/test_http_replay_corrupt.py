@@ -13,7 +13,7 @@ from helpers import MCPREC
 from http_helpers import start_replay
 
 from mcprec import wire
-from mcprec.cassette import open_session_writer
+from mcprec.record.writer import open_session_writer
 
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},

@@ -23,7 +23,7 @@ from helpers import LARGE_CALL, LARGE_INITIALIZE, LARGE_INITIALIZED, proc_status
 from http_helpers import start_replay
 from mcprec import wire
 from mcprec.cassette.store import PIECE, STORED_APART, Cassette, StoredText
-from mcprec.cassette.writer import Recorder
+from mcprec.record.writer import Recorder
 from mcprec.replay import playback as playback_module
 from mcprec.replay.faults import Faults, parse_rule
 from mcprec.replay.http import ReplayApp

@@ -15,7 +15,8 @@ from pathlib import Path
 from helpers import INITIALIZE_ANSWER_LINE, INITIALIZE_LINE, REPO
 
 from mcprec import wire
-from mcprec.cassette import FORMAT_VERSION, open_cassette, open_session_writer
+from mcprec.cassette import FORMAT_VERSION, open_cassette
+from mcprec.record.writer import open_session_writer
 
 INITIALIZE, ANSWER = INITIALIZE_LINE, INITIALIZE_ANSWER_LINE
 CALL = (b'{"method":"tools/call","params":{"name":"echo","arguments":{"i":1}},"jsonrpc":"2.0",'

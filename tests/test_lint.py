@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from helpers import MCPREC, PEERS, REPO, recorded, run_client, run_mcprec
 from line_client import LineClient, reap_line_clients  # noqa: F401
-from mcprec.cassette import open_session_writer
+from mcprec.record.writer import open_session_writer
 from mcprec.lint import RULES, LintOptions, lint
 from replay_helpers import one_line_error
 

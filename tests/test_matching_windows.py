@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from mcprec import wire
-from mcprec.cassette import Cassette, open_session_writer
+from mcprec.cassette import Cassette
+from mcprec.record.writer import open_session_writer
 from mcprec.matching import WINDOW, Matcher
 
 

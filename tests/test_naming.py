@@ -59,5 +59,5 @@ def test_default_http_cassette(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_transports_do_not_import_record() -> None:
     """The transports sit below ``record``: importing them never imports it (no cycle)."""
     code = ("import sys, mcprec.transports.http_proxy, mcprec.transports.stdio; "
-            "assert 'mcprec.record' not in sys.modules, 'a transport imported mcprec.record'")
+            "assert 'mcprec.record.api' not in sys.modules, 'a transport imported mcprec.record.api'")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from helpers import LINE_SERVER, run_mcprec
-from mcprec.cassette import open_session_writer
+from mcprec.record.writer import open_session_writer
 from mcprec.jsonpath import format_path, join_key
 
 KEY = "io.example/key"

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from mcprec import jsonpath, matching, wire
-from mcprec.cassette import Cassette, open_session_writer
+from mcprec.cassette import Cassette
+from mcprec.record.writer import open_session_writer
 from mcprec.diff import paths as diff_paths
 from mcprec.matching import Matcher, MatchOptions
 from mcprec.redact import PLACEHOLDER, Redactor, Rules, placeholder_like

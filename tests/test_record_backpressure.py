@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from helpers import PEERS, assert_show_says_paused, proc_status_bytes, recorded, run_mcprec
-from mcprec.cassette.recorder_process import HIGH_WATER
+from mcprec.record.process import HIGH_WATER
 
 FLOOD = [sys.executable, str(PEERS / "flood_server.py")]
 COUNT, SIZE = 800, 100_000
@@ -116,7 +116,7 @@ def test_a_recorder_that_dies_ends_the_pause(tmp_path: Path) -> None:
     import signal
 
     from mcprec.cassette import Cassette
-    from mcprec.cassette.recorder_process import CHUNK, RecorderProcess
+    from mcprec.record.process import CHUNK, RecorderProcess
 
     cassette = tmp_path / "c.db"
     Cassette.open(cassette, create=True).close()

@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from helpers import MCPREC, PEERS
 from mcprec import wire
 from mcprec.cassette import open_cassette
-from mcprec.cassette import writer as writer_module
-from mcprec.cassette.recorder_process import _Lines
+from mcprec.record import recorder as writer_module
+from mcprec.record.child import _Lines
 from mcprec.cassette.store import Cassette
-from mcprec.cassette.writer import Recorder, redacted_pieces
+from mcprec.record.writer import Recorder
+from mcprec.record.recorder import redacted_pieces
 from mcprec.redact import Redactor, Rules
 
 BIG_SERVER = [sys.executable, str(PEERS / "big_result_server.py")]
@@ -262,7 +263,7 @@ def test_payload_spans_match_the_expression(parts: list[bytes], window: int) -> 
 
 def test_large_whole_messages_through_the_recorder_process(tmp_path: Path) -> None:
     """Whole messages (the HTTP proxy's way), large ones among small, are recorded byte-exact."""
-    from mcprec.cassette.recorder_process import ProcessSessionWriter, RecorderProcess, \
+    from mcprec.record.process import ProcessSessionWriter, RecorderProcess, \
         create_recorded_session
 
     path = tmp_path / "http.db"
@@ -288,7 +289,7 @@ def test_checkpoints_run_beside_the_writing_connection(tmp_path: Path) -> None:
     """The recorder's checkpoint thread copies committed pages into the database file on its
     own connection, while the writing connection (checkpoints off, as in the recorder) goes on:
     the file grows by what was committed only when the thread has been asked."""
-    from mcprec.cassette.recorder_process import _Checkpointer
+    from mcprec.record.child import _Checkpointer
 
     path = tmp_path / "c.db"
     cassette = open_cassette(path, create=True)

@@ -16,10 +16,7 @@ from pathlib import Path
 
 from helpers import LINE_SERVER, recorded, sqlite
 from mcprec import open_cassette
-from mcprec.cassette.recorder_process import (
-    BATCH_DELAY, FAST_FROM, FAST_RATE, HOLD_BYTES, HOLD_MAX, HOLD_RATE, QUIET, TAKE_BYTES,
-    _Inbox,
-)
+from mcprec.record.child import BATCH_DELAY, FAST_FROM, FAST_RATE, HOLD_BYTES, HOLD_MAX, HOLD_RATE, QUIET, TAKE_BYTES, _Inbox
 
 
 def _event(size: int) -> tuple[int, int]:

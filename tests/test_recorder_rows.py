@@ -15,31 +15,40 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcprec.cassette import writer
+from mcprec.cassette import rows as row_sql
+from mcprec.record import recorder as writer
 from mcprec.cassette.store import Cassette
-from mcprec.cassette.writer import Recorder
+from mcprec.record.recorder import Recorder
 from mcprec.redact import Redactor, Rules
 
 C, S = "client_to_server", "server_to_client"
-_PLAIN = (f"INSERT INTO messages ({', '.join(writer._INSERTED)}) "
-          f"VALUES ({', '.join('?' * len(writer._INSERTED))})")
-_TEXTS = {writer._INSERTED.index(c) for c in writer._NULLABLE_TEXT}
-_INTS = {writer._INSERTED.index(c) for c in writer._NULLABLE_INT}
+_PLAIN = (f"INSERT INTO messages ({', '.join(row_sql._INSERTED)}) "
+          f"VALUES ({', '.join('?' * len(row_sql._INSERTED))})")
+_TEXTS = {row_sql._INSERTED.index(c) for c in row_sql._NULLABLE_TEXT}
+_INTS = {row_sql._INSERTED.index(c) for c in row_sql._NULLABLE_INT}
 
 
-class PlainRecorder(Recorder):
+class PlainSink(row_sql.RowSink):
     """Inserts each row as it is, None as None and raw as bytes, with every CHECK: the
     reference."""
 
     def _insert(self, rows: list[tuple[Any, ...]]) -> None:
         for row in rows:
-            values = [None if (i in _TEXTS and v == writer._NO_TEXT and type(v) is int)
-                      or (i in _INTS and v == writer._NO_INT) else v for i, v in enumerate(row)]
-            raw = values[writer._RAW]
-            if isinstance(raw, writer._Pieces):
+            values = [None if (i in _TEXTS and v == row_sql.NO_TEXT and type(v) is int)
+                      or (i in _INTS and v == row_sql.NO_INT) else v for i, v in enumerate(row)]
+            raw = values[row_sql.RAW]
+            if isinstance(raw, row_sql.Pieces):
                 raw = b"".join(raw.parts)
-            values[writer._RAW] = bytes(raw)
+            values[row_sql.RAW] = bytes(raw)
             self._conn.execute(_PLAIN, values)
+
+
+class PlainRecorder(Recorder):
+    """A recorder that writes through ``PlainSink``."""
+
+    def __init__(self, conn: Any, session: Any, **kwargs: Any) -> None:
+        super().__init__(conn, session, **kwargs)
+        self._sink = PlainSink(conn, session.id)
 
 
 def corpus() -> list[tuple[str, bytes | bytearray, dict[str, Any] | None, str | None]]:
@@ -150,7 +159,7 @@ def test_a_row_the_schema_refuses_is_refused_still(tmp_path: Path, direction: st
             rec.add(C, n, b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
         rec.add(direction, rows, b'{"jsonrpc":"2.0","id":1,"result":{}}')
         rec.commit()
-        assert isinstance(rec.error, sqlite3.IntegrityError)
+        assert isinstance(rec.error.__cause__, sqlite3.IntegrityError)
         assert "CHECK constraint failed" in str(rec.error)
         assert c.connection.execute("SELECT count(*) FROM messages").fetchone() == (0,)
 

@@ -11,7 +11,7 @@ import orjson
 
 from helpers import sqlite
 from mcprec import wire
-from mcprec.cassette import open_session_writer
+from mcprec.record.writer import open_session_writer
 from mcprec.redact import default_redactor
 
 SECRET = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3"

@@ -21,7 +21,7 @@ from mcprec import wire
 from mcprec.cassette.store import (
     STORED_APART, Cassette, Message, StoredMessage, StoredText, message_from_row,
 )
-from mcprec.cassette.writer import Recorder
+from mcprec.record.writer import Recorder
 from mcprec.errors import CassetteError
 from mcprec.replay import playback as playback_module
 from mcprec.replay.engine import AsyncPlayback

@@ -12,7 +12,8 @@ import orjson
 import pytest
 
 from mcprec import wire
-from mcprec.cassette import Cassette, open_session_writer, schema
+from mcprec.cassette import Cassette, schema
+from mcprec.record.writer import open_session_writer
 from mcprec.cassette.plan import PLAN_BYTES, PLAN_VERSION
 
 from helpers import INITIALIZE_ANSWER_LINE, INITIALIZE_LINE, copy_cassette, sqlite
@@ -157,7 +158,7 @@ def test_any_change_to_a_session_s_messages_drops_its_plan(cassette: Path, chang
 
 def test_a_session_continued_has_its_plan_dropped_then_rebuilt(cassette: Path) -> None:
     """As ``replay --mode new_episodes`` appends what the real server answered."""
-    from mcprec.cassette import SessionWriter
+    from mcprec.record.writer import SessionWriter
 
     c = Cassette.open(cassette)
     s = c.session("s")

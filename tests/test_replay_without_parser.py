@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcprec import wire
-from mcprec.cassette import open_cassette, open_session_writer
+from mcprec.cassette import open_cassette
+from mcprec.record.writer import open_session_writer
 
 INITIALIZE, ANSWER = INITIALIZE_LINE, INITIALIZE_ANSWER_LINE
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'

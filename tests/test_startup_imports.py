@@ -28,7 +28,7 @@ def test_the_lean_replay_path_imports_none_of_them() -> None:
 def test_the_recorder_process_imports_no_event_loop() -> None:
     """The recorder process starts as the tap does, and the tap buffers until it first reads:
     asyncio (with ssl) and subprocess serve the tap's end of the module only."""
-    code = ("import sys, mcprec.cassette.recorder_process\n"
+    code = ("import sys, mcprec.record.child\n"
             "print(sorted({'asyncio', 'ssl', 'subprocess', 'click'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, cwd=REPO, check=True)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mcprec.cassette.recorder_process import ProcessSessionWriter
-from mcprec.cassette.writer import SessionWriter
+from mcprec.record.process import ProcessSessionWriter
+from mcprec.record.writer import SessionWriter
 from mcprec.transports.recording import NullRecording, SessionRecording
 
 METHODS = sorted(name for name, value in vars(SessionRecording).items()

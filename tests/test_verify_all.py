@@ -121,7 +121,7 @@ def test_github_format_annotates_each_cassette(copies: SimpleNamespace, tmp_path
 
 def test_a_broken_session_is_trouble_and_the_rest_still_run(copies: SimpleNamespace) -> None:
     """A session that cannot be replayed is reported and makes the exit 2; the others run."""
-    from mcprec.cassette import open_session_writer
+    from mcprec.record.writer import open_session_writer
 
     writer = open_session_writer(copies.b, "empty", transport="stdio", target=["x"])
     writer.close(exit_code=0, status="complete")

@@ -85,7 +85,7 @@ BIG = 2**70
 
 def gallery(path: Path) -> Path:
     """A session of edge cases, written with the cassette writer and no redaction."""
-    from mcprec.cassette import open_session_writer
+    from mcprec.record.writer import open_session_writer
 
     w = open_session_writer(path, "gallery", transport="stdio", target=["gallery-server"])
     t = 0

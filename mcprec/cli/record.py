@@ -107,7 +107,7 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
     if target is not None:
         if command:
             raise click.UsageError("give either --target URL or a server COMMAND, not both")
-        from ..record import record_http
+        from ..record.api import record_http
 
         sys.exit(record_http(target, listen=listen, cassette=cassette, session=session,
                              tags=_parse_tags(tags), timeout=upstream_timeout,
@@ -116,7 +116,7 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
                              max_idle=idle))
     if not command:
         raise click.UsageError("missing the server command: mcprec record [OPTIONS] -- COMMAND...")
-    from ..record import record_stdio
+    from ..record.api import record_stdio
 
     code = record_stdio(list(command), cassette=cassette, session=session,
                         tags=_parse_tags(tags), durable=durable, exit_timeout=exit_timeout,

@@ -88,7 +88,7 @@ def replay_stdio(
                 f"mode {mode.value!r} needs to record {path} but no server command was given; "
                 "add it after `--`"
             )
-        from ..record import record_stdio
+        from ..record.api import record_stdio
 
         if mode is Mode.ALL and session is not None and path.exists():
             with Cassette.open(path) as c:
@@ -304,7 +304,7 @@ def _record_http_instead(cassette: str | os.PathLike[str], session: str | None, 
                          on_ready: Any) -> int:
     """``replay --http`` in a mode that means recording: the recording proxy before
     ``target``, its URL printed on stdout as replay prints its own."""
-    from ..record import record_http
+    from ..record.api import record_http
 
     path = Path(cassette)
     if target is None:

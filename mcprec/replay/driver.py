@@ -18,8 +18,9 @@ from typing import Any
 
 
 from .. import _log, wire
-from ..cassette import Cassette, Message, Session, SessionWriter
-from ..cassette.writer import AUTO
+from ..cassette import Cassette, Message, Session
+from ..record.writer import SessionWriter
+from ..record.writer import AUTO
 from ..errors import ServerStartError
 from ..transports.http_client import HTTPClientError, StreamableHTTPClient
 from ..transports.stdio import end_process

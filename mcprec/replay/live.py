@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .. import wire
-from ..cassette import Cassette, Session, SessionWriter
+from ..cassette import Cassette, Session
+from ..record.writer import SessionWriter
 from ..errors import ReplayError, ServerStartError
 from ..transports.stdio import end_process
 

@@ -19,8 +19,9 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from .. import wire
-from ..cassette import Cassette, Session, SessionWriter
-from ..cassette.writer import AUTO
+from ..cassette import Cassette, Session
+from ..record.writer import SessionWriter
+from ..record.writer import AUTO
 from ..errors import ReplayError
 from ..transports.http_client import HTTPClientError, StreamableHTTPClient
 from .live import _append_writer

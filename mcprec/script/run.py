@@ -168,7 +168,7 @@ def _with_scenario_secrets(base: Redactor, s: Scenario) -> Redactor:
 
 def _record_stdio(plan: _Plan, tags: dict[str, str], redactor: Redactor, *, durable: bool,
                   exit_timeout: float, max_message_size: int | None) -> ScriptRun:
-    from ..record import check_command, open_recording
+    from ..record.api import check_command, open_recording
 
     assert plan.argv is not None
     s = plan.scenario
@@ -233,13 +233,14 @@ def _record_http(plan: _Plan, tags: dict[str, str], redactor: Redactor, *, timeo
 
 async def _play_http(plan: _Plan, tags: dict[str, str], redactor: Redactor, run: ScriptRun, *,
                      timeout: float, listen: str) -> list[str]:
+    from ..record.http_sessions import ProxyRecordings
     from ..transports.http_proxy import RecordingProxy
     from ..transports.http_serve import bind, parse_listen, serve_app, url_of
 
     assert plan.url is not None
     s = plan.scenario
     proxy = RecordingProxy(plan.url, plan.path, session=plan.record_as, tags=tags, timeout=timeout,
-                           redact=redactor)
+                           redact=redactor, recordings=ProxyRecordings)
     sock = bind(*parse_listen(listen))
     url = url_of(sock, proxy.path)
     proxy.listen_origin = url[: url.index("/", len("http://"))]

@@ -64,7 +64,7 @@ def starter_scenario(server: Sequence[str] = (), *, target: str | None = None,
     if bool(server) == bool(target):
         raise UsageError("give the server after `--`, or --target URL (one of them)")
     if server:
-        from ..record import check_command
+        from ..record.api import check_command
 
         check_command(server)
     client = starter_client()

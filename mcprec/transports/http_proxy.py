@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,7 +36,6 @@ import orjson
 from .. import _log, wire
 from ..redact import Redactor, default_redactor
 from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
-from .http_recordings import ProxyRecordings
 from .http_routing import SessionRouter
 from .http_serve import BodyTooLarge, ClientGone, Trust, header, read_body, refuse, send_simple
 from .http_upstream import (
@@ -104,7 +104,11 @@ class RecordingProxy:
         max_body: int = MAX_BODY,
         redact: Redactor | None = None,
         trust: Trust | None = None,
+        recordings: Callable[..., Any],
     ) -> None:
+        """``recordings(cassette, target, session=, tags=, redact=, on_pressure=)`` opens the
+        cassette sessions the proxy reports to (``mcprec.record.http_sessions.ProxyRecordings``):
+        the proxy relays, the recording side writes."""
         self.upstream = UpstreamTarget(target)
         self.target = self.upstream.url
         """The target as shown and stored: credentials in it replaced."""
@@ -125,8 +129,8 @@ class RecordingProxy:
         self._taking = asyncio.Event()
         """Set while the recorder keeps up: requests are read and forwarded."""
         self._taking.set()
-        self._recordings = ProxyRecordings(cassette, self.target, session=session, tags=tags,
-                                           redact=redact, on_pressure=self._recorder_behind)
+        self._recordings = recordings(cassette, self.target, session=session, tags=tags,
+                                      redact=redact, on_pressure=self._recorder_behind)
         self._router = SessionRouter(self._recordings.open)
         self._exchanges = itertools.count(1)
 

@@ -9,13 +9,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from pathlib import Path
 
-from . import _log
-from .cassette import Cassette
-from .cassette.recorder_process import ProcessSessionWriter, RecorderProcess, create_recorded_session
-from .redact import Redactor, default_redactor
-from .errors import CassetteError, McprecError, ServerStartError
-from .naming import SESSION_ENV, default_cassette, default_http_cassette, default_session_name
-from .transports.stdio import StdioTap, run_loop
+from .. import _log
+from ..cassette import Cassette
+from .process import ProcessSessionWriter, RecorderProcess, create_recorded_session
+from ..redact import Redactor, default_redactor
+from ..errors import CassetteError, McprecError, ServerStartError
+from ..naming import SESSION_ENV, default_cassette, default_http_cassette, default_session_name
+from ..transports.stdio import StdioTap, run_loop
 
 
 def check_command(argv: Sequence[str]) -> None:
@@ -122,8 +122,9 @@ def record_http(
     Listening on a loopback address, the proxy answers only to local ``Host`` names, and to
     local browser ``Origin``s anywhere (``allowed_hosts`` and ``allowed_origins`` add more):
     it rewrites ``Host`` to the target's, so the server's own check would never fire."""
-    from .transports.http_proxy import RecordingProxy
-    from .transports.http_serve import Trust, bind, parse_listen, run_app, url_of
+    from ..transports.http_proxy import RecordingProxy
+    from .http_sessions import ProxyRecordings
+    from ..transports.http_serve import Trust, bind, parse_listen, run_app, url_of
 
     host, port = parse_listen(listen)
     path = Path(cassette) if cassette is not None else default_http_cassette(target)
@@ -134,7 +135,8 @@ def record_http(
                                     "choose another --session name")
     proxy = RecordingProxy(target, path, session=session, tags=tags, timeout=timeout,
                            redact=redact if redact is not None else default_redactor(),
-                           trust=Trust(host, allowed_hosts, allowed_origins))
+                           trust=Trust(host, allowed_hosts, allowed_origins),
+                           recordings=ProxyRecordings)
     sock = bind(host, port)
     url = url_of(sock, proxy.path)
     proxy.listen_origin = url[: url.index("/", len("http://"))]

@@ -1,31 +1,19 @@
-"""The batched background writer that records one session.
-
-The forwarding path only calls ``message()`` / ``stderr_line()``, which put a tuple on a queue
-(no parsing, no SQL). A writer thread drains the queue, classifies and pairs messages, and commits
-them in transactions capped by count and by bytes. Batches form by themselves: while one commits,
-the next accumulates, so an idle tap commits each message at once and a busy one commits in bulk.
-``close()`` flushes everything on every exit path.
-"""
+"""A message turned into a row: redacted, classified, paired with its request, its context and
+causality noted, its match key computed. ``Recorder`` is the synchronous core of recording one
+session; ``mcprec.cassette.rows`` writes its rows."""
 
 from __future__ import annotations
 
 import collections
-import os
-import queue
-import sqlite3
-import threading
-import time
 from typing import Any, Generic, Protocol, TypeVar
 
 import orjson
 
 from .. import _log, wire
-from . import plan, schema
-from .causality import Causality
-from .store import Cassette, Session, write_transaction
+from ..cassette.causality import Causality
+from ..cassette.rows import COPIED_BELOW, NO_INT, NO_TEXT, CassetteWriteError, Pieces, RowSink
+from ..cassette.store import Session
 
-MAX_BATCH_MESSAGES = 2000
-MAX_BATCH_BYTES = 8 * 1024 * 1024
 LARGE_MESSAGE = 1024 * 1024
 """Messages longer than this are redacted and classified around their base64 payloads and
 written into their row in pieces (SQLite incremental blob I/O): for a 100 MB message,
@@ -37,45 +25,6 @@ _IO = "io.modelcontextprotocol"
 AUTO = "auto"
 """``context=AUTO``: infer the request a server message belongs to (progress token, else the
 latest request awaiting an answer). HTTP knows better and passes the id text, or None."""
-
-_MESSAGE = 0
-_STDERR = 1
-_STOP = 2
-_SYNC = 3
-
-_INSERTED = ("session_id", "seq", "t_ns", "direction", "kind", "rpc_id", "method", "reply_to",
-             "context_seq", "follows", "waits_for", "match_key", "size", "raw", "http")
-# A row binds no None: sqlite3 (Python 3.11) passes None and bytes through its adapter look-up,
-# which raises and clears an AttributeError for each (~2,000 instructions a value, ~5 a row).
-# A NULL is bound as a stand-in that NULLIF turns into NULL: 0 for a text column (no text equals
-# an integer), '' for an integer column (no integer equals a text); a small raw is bound as a
-# bytearray (the same BLOB; a larger one is not copied for it). Executemany of 20,000 ~200 B
-# rows: 51,100 -> 37,200 instructions a row (callgrind), CPU 10.2 -> 7.7 µs a row.
-_NO_TEXT = 0
-_NO_INT = ""
-_COPIED_BELOW = 4096
-_NULLABLE_TEXT = ("rpc_id", "method", "match_key", "http")
-_NULLABLE_INT = ("reply_to", "context_seq", "follows", "waits_for")
-
-
-def _insert_sql(raw: str) -> str:
-    values = (raw if c == "raw" else f"NULLIF(?, {_NO_TEXT})" if c in _NULLABLE_TEXT
-              else f"NULLIF(?, '{_NO_INT}')" if c in _NULLABLE_INT else "?" for c in _INSERTED)
-    return f"INSERT INTO messages ({', '.join(_INSERTED)}) VALUES ({', '.join(values)})"
-
-
-_INSERT_MESSAGE = _insert_sql("?")
-_INSERT_LARGE = _insert_sql("zeroblob(?)")
-_RAW = _INSERTED.index("raw")
-# The CHECK constraints of messages (direction, kind) hold for every row the recorder makes:
-# checked here, in Python, and SQLite's own check is skipped while the rows are inserted (the
-# "kind IN (...)" of six values built a temporary B-tree, a 16 KiB page cleared, for each row).
-# Executemany of 20,000 ~200 B rows: 86,700 -> 51,100 instructions a row (callgrind), CPU
-# 12.0 -> 10.2 µs a row. A row that breaks one is inserted with the check, which refuses it.
-# Switching the check off and on costs ~40 µs a commit (the pragmas, and the statement prepared
-# again): not for a few rows.
-_CHECKED = frozenset(m.value for m in (*wire.Direction, *wire.Kind))
-_UNCHECKED_FROM = 32
 
 # direction and kind as plain text for SQLite: it binds a str subclass (the wire.Direction and
 # wire.Kind members) through its adapter look-up, 0.7 µs a value (executemany of 20,000 4-column
@@ -133,13 +82,15 @@ class Recorder:
     """The synchronous core of recording one session: turns messages into rows (redacted,
     classified, paired, indexed) and commits them. Used from one thread at a time."""
 
-    def __init__(self, conn: sqlite3.Connection, session: Session, *, path: Any = None,
+    def __init__(self, conn: Any, session: Session, *, path: Any = None,
                  redact: Redactor | None = None, first_seq: int = 0) -> None:
         self.session = session
         self.path = path
         self.error: BaseException | None = None
         self.count = 0
-        self._conn = conn
+        self._sink = RowSink(conn, session.id)
+        self.lost = 0
+        """Messages made into rows that could not be written (after a write error)."""
         self._redact = redact
         self._seq = first_seq
         self._bytes = 0
@@ -159,7 +110,6 @@ class Recorder:
         self._meta: dict[str, Any] = {}
         self._last_client = -1  # seq of the client's latest message
         self._causality = Causality()
-        self._unplanned = False  # the session's replay plan dropped (at the first commit)
         self._client_noted = False
         self._server_noted = False
 
@@ -213,42 +163,6 @@ class Recorder:
             self._rows.append(self._row(sid, d, t, next(clean) if whole else raw, http, hint,
                                         whole))
 
-    def _insert(self, rows: list[tuple[Any, ...]]) -> None:
-        """Small rows in one ``executemany``; a large message's row is created with a zeroblob
-        of its size and its pieces written into it, never joined in memory."""
-        unchecked = len(rows) >= _UNCHECKED_FROM and _CHECKED.issuperset([r[3] for r in rows]) \
-            and _CHECKED.issuperset([r[4] for r in rows])
-        if unchecked:
-            self._conn.execute("PRAGMA ignore_check_constraints = ON")
-        try:
-            self._insert_rows(rows)
-        finally:
-            if unchecked:
-                self._conn.execute("PRAGMA ignore_check_constraints = OFF")
-
-    def _insert_rows(self, rows: list[tuple[Any, ...]]) -> None:
-        start = 0
-        for i, row in enumerate(rows):
-            pieces = row[_RAW]
-            if type(pieces) is not _Pieces:
-                continue
-            if start < i:
-                self._conn.executemany(_INSERT_MESSAGE, rows[start:i])
-            start = i + 1
-            blobopen = getattr(self._conn, "blobopen", None)  # Python 3.11+
-            if blobopen is None:
-                self._conn.execute(_INSERT_MESSAGE, (*row[:_RAW], b"".join(pieces.parts),
-                                                     *row[_RAW + 1:]))
-                continue
-            rowid = self._conn.execute(
-                _INSERT_LARGE, (*row[:_RAW], pieces.size, *row[_RAW + 1:])).lastrowid
-            assert rowid is not None
-            with blobopen("messages", "raw", rowid) as blob:
-                for part in pieces.parts:
-                    blob.write(part)
-        if start < len(rows):
-            self._conn.executemany(_INSERT_MESSAGE, rows[start:] if start else rows)
-
     def add_stderr(self, t_ns: int, line: bytes) -> None:
         text = line.decode("utf-8", "replace")
         if self._redact is not None:
@@ -264,59 +178,45 @@ class Recorder:
             self._added, self._added_bytes = [], 0
         rows, self._rows = self._rows, []
         errs, self._errs = self._errs, []
-        if (not rows and not errs and not self._meta) or self.error is not None:
+        if self.error is not None:
+            self.lost += len(rows)
+            return
+        if not rows and not errs and not self._meta:
             return
         meta, self._meta = self._meta, {}
         self._bytes = 0
-        for attempt in range(200):
-            try:
-                with write_transaction(self._conn) as conn:
-                    if rows:
-                        if not self._unplanned:  # a session continued: its plan is stale
-                            plan.drop(conn, self.session.id)
-                            self._unplanned = True
-                        self._insert(rows)
-                    if errs:
-                        conn.executemany(
-                            "INSERT INTO stderr (session_id, t_ns, line) VALUES (?, ?, ?)", errs
-                        )
-                    if meta:
-                        cols = ", ".join(f"{k} = ?" for k in meta)
-                        conn.execute(
-                            f"UPDATE sessions SET {cols} WHERE id = ?",
-                            (*meta.values(), self.session.id),
-                        )
-                self.count += len(rows)
-                return
-            except sqlite3.OperationalError as e:
-                if "locked" in str(e) or "busy" in str(e):
-                    time.sleep(min(0.01 * (attempt + 1), 0.2))
-                    continue
-                self._fail(e)
-                return
-            except sqlite3.Error as e:
-                self._fail(e)
-                return
-        self._fail(sqlite3.OperationalError("database stayed locked"))
+        try:
+            self._sink.commit(rows, errs, meta)
+        except CassetteWriteError as e:
+            self.lost += len(rows)
+            self._fail(e)
+            return
+        self.count += len(rows)
 
     def finish(self, *, exit_code: int | None = None, status: str = "complete") -> None:
-        """Commit what is pending and mark the session ended."""
+        """Commit what is pending and mark the session ended: ``incomplete``, with why and how
+        many messages were lost, when a write failed."""
         self.commit()
+        if self.error is not None:
+            self.lost += self.pending
+            self._sink.mark_lost(status="incomplete", exit_code=exit_code,
+                                 meta={"lost_messages": self.lost, "lost_reason": self.reason})
+            return
         try:
-            with write_transaction(self._conn) as conn:
-                conn.execute(
-                    "UPDATE sessions SET ended_at = ?, status = ?, exit_code = ? WHERE id = ?",
-                    (schema.now_iso(), status, exit_code, self.session.id),
-                )
-                # with its end: a reader that sees the session complete sees its plan
-                failed = plan.build_or_skip(conn, self.session.id) if self.error is None \
-                    else None
-        except sqlite3.Error as e:
-            self.error = self.error or e
+            failed = self._sink.finish(status=status, exit_code=exit_code, build_plan=True)
+        except CassetteWriteError as e:
+            self.error = e
             return
         if failed is not None:
             _log.warning("record", f"no replay plan for session {self.session.name!r}: "
                          f"{failed!r} (it replays without one)")
+
+    @property
+    def reason(self) -> str | None:
+        """Why recording stopped, if it did: one line."""
+        if self.error is None:
+            return None
+        return "the disk is full" if getattr(self.error, "full", False) else str(self.error)
 
     def _fail(self, e: BaseException) -> None:
         if self.error is None:
@@ -397,24 +297,24 @@ class Recorder:
                 else self._redact.redact_text(orjson.dumps(http).decode())
         else:
             http_text = orjson.dumps(http).decode() if http else None
-        if type(stored) is _Pieces:
+        if type(stored) is Pieces:
             size = stored.size
         else:
             size = len(stored)
-            if size <= _COPIED_BELOW:
+            if size <= COPIED_BELOW:
                 stored = bytearray(stored)
         rpc_id = c.rpc_id
         return (sid, seq, t_ns, _TEXT.get(direction, direction), _TEXT.get(c.kind, c.kind),
-                _NO_TEXT if rpc_id is None else rpc_id, _NO_TEXT if method is None else method,
-                _NO_INT if reply_to is None else reply_to, _NO_INT if context is None else context,
-                _NO_INT if follows is None else follows,
-                _NO_INT if waits_for is None else waits_for, _NO_TEXT if key is None else key,
-                size, stored, _NO_TEXT if http_text is None else http_text)
+                NO_TEXT if rpc_id is None else rpc_id, NO_TEXT if method is None else method,
+                NO_INT if reply_to is None else reply_to, NO_INT if context is None else context,
+                NO_INT if follows is None else follows,
+                NO_INT if waits_for is None else waits_for, NO_TEXT if key is None else key,
+                size, stored, NO_TEXT if http_text is None else http_text)
 
     def _large(self, raw: bytes | bytearray, requester: str
                ) -> tuple[Any, bytes | bytearray, wire.Classified]:
         """Redact and classify a large message without copying its base64 payloads: what to
-        store (bytes, or ``_Pieces``), the message to read the rest from, and its class.
+        store (bytes, or ``Pieces``), the message to read the rest from, and its class.
 
         It is classified with each payload string replaced by a short one: the same JSON
         structure, as a payload string holds no quote or backslash. It is parsed whole instead
@@ -423,7 +323,7 @@ class Recorder:
         parts = redacted_pieces(self._redact, raw)
         if len(parts) == 1:  # no payloads: one piece, still written by blob I/O
             whole = parts[0]
-            return _Pieces(parts), whole, wire.classify(whole)
+            return Pieces(parts), whole, wire.classify(whole)
         c = wire.classify(_HOLE.join(parts[::2]))
         if c.kind in (wire.RESPONSE, wire.ERROR) and c.rpc_id is not None \
                 and _HOLE_TEXT not in c.rpc_id:
@@ -433,11 +333,11 @@ class Recorder:
                 (found is not None and found[1] in ("initialize", "server/discover"))
                 or (not self._server_noted and isinstance(result, dict) and "_meta" in result))
             if not needs_result:
-                return _Pieces(parts), raw, c
+                return Pieces(parts), raw, c
         elif c.kind == wire.INVALID and c.obj is None:  # not JSON, and so not the whole either
-            return _Pieces(parts), raw, c
+            return Pieces(parts), raw, c
         whole = b"".join(parts)
-        return _Pieces([whole]), whole, wire.classify(whole)
+        return Pieces([whole]), whole, wire.classify(whole)
 
     def _truncated(self, head: bytes, requester: str) -> wire.Classified:
         """A message recorded cut short, classified from its head so that it still pairs with
@@ -561,17 +461,6 @@ _HOLE = b'"\\u0000mcprec"'
 _HOLE_TEXT = _HOLE[1:-1].decode()
 
 
-class _Pieces:
-    """A large message as the pieces it is stored from: redacted stretches of JSON between its
-    base64 payloads, and the payloads as views of the bytes read (never joined)."""
-
-    __slots__ = ("parts", "size")
-
-    def __init__(self, parts: list[Any]) -> None:
-        self.parts = parts
-        self.size = sum(len(p) for p in parts)
-
-
 def redacted_pieces(redactor: Any, raw: bytes | bytearray) -> list[Any]:
     """``redactor.redact(raw)`` as pieces whose concatenation it equals: one piece, or the
     stretches around the message's base64 payloads (even indexes, redacted) and the payloads
@@ -602,185 +491,3 @@ def redacted_pieces(redactor: Any, raw: bytes | bytearray) -> list[Any]:
         out += (gap, view[a:b])
     out.append(gaps[-1])
     return out
-
-
-class SessionWriter:
-    """Records one session into a cassette from a background thread.
-
-    Thread-safe producers: ``message`` and ``stderr_line`` may be called from any thread.
-    (``mcprec record`` uses a recorder process instead: see ``recorder_process.py``.)
-    """
-
-    def __init__(
-        self,
-        cassette: Cassette,
-        session: Session,
-        *,
-        redact: Redactor | None = None,
-        clock_start_ns: int | None = None,
-        first_seq: int = 0,
-        own_cassette: bool = True,
-    ) -> None:
-        self.cassette = cassette
-        self.session = session
-        self.start_ns = clock_start_ns if clock_start_ns is not None else time.monotonic_ns()
-        self._recorder = Recorder(cassette.connection, session, path=cassette.path, redact=redact,
-                                  first_seq=first_seq)
-        self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
-        self._framers: dict[str, TimedFramer] = {}
-        self._closed = False
-        self._own_cassette = own_cassette
-        self._thread = threading.Thread(target=self._run, name="mcprec-writer", daemon=True)
-        self._thread.start()
-
-    @property
-    def error(self) -> BaseException | None:
-        return self._recorder.error
-
-    @property
-    def count(self) -> int:
-        return self._recorder.count
-
-    # --- producers (hot path) ---------------------------------------------------------------
-
-    def now(self) -> int:
-        return time.monotonic_ns() - self.start_ns
-
-    def message(
-        self, direction: str, raw: bytes, t_ns: int | None = None,
-        http: dict[str, Any] | None = None, context: str | None = AUTO,
-    ) -> None:
-        self._queue.put(
-            (_MESSAGE, direction, time.monotonic_ns() - self.start_ns if t_ns is None else t_ns,
-             raw, http, context)
-        )
-
-    def stderr_line(self, line: bytes, t_ns: int | None = None) -> None:
-        self._queue.put((_STDERR, t_ns if t_ns is not None else self.now(), line))
-
-    # the chunk interface of a stdio tap: streams cut into lines here, on the caller's thread
-
-    def chunk(self, direction: str, data: bytes, t_ns: int) -> None:
-        self._framer(direction).feed_at(data, t_ns)
-
-    def stream_end(self, direction: str) -> None:
-        self._framer(direction).close()
-
-    def stderr_chunk(self, data: bytes, t_ns: int) -> None:
-        self._framer("stderr").feed_at(data, t_ns)
-
-    def _framer(self, stream: str) -> TimedFramer:
-        f = self._framers.get(stream)
-        if f is None:
-            if stream == "stderr":
-                f = TimedFramer(lambda line, t: self.stderr_line(line, t))
-            else:
-                f = TimedFramer(lambda line, t, d=stream: self.message(d, line, t))
-            self._framers[stream] = f
-        return f
-
-    def sync(self, timeout: float | None = None) -> bool:
-        """Block until everything queued so far is committed."""
-        done = threading.Event()
-        self._queue.put((_SYNC, done))
-        return done.wait(timeout)
-
-    # --- lifecycle --------------------------------------------------------------------------
-
-    def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:
-        """Flush every queued message and mark the session ended. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put((_STOP,))
-        self._thread.join()
-        self._recorder.finish(exit_code=exit_code, status=status)
-        if self._own_cassette:
-            self.cassette.close()
-
-    # --- writer thread ----------------------------------------------------------------------
-
-    def _run(self) -> None:
-        q = self._queue
-        rec = self._recorder
-        while True:
-            item = q.get()
-            size = 0
-            stop = False
-            while True:
-                tag = item[0]
-                if tag == _MESSAGE:
-                    rec.add(item[1], item[2], item[3], item[4], item[5])
-                    size += len(item[3])
-                elif tag == _STDERR:
-                    rec.add_stderr(item[1], item[2])
-                elif tag == _SYNC:
-                    rec.commit()
-                    item[1].set()
-                elif tag == _STOP:
-                    stop = True
-                    break
-                if rec.pending >= MAX_BATCH_MESSAGES or size >= MAX_BATCH_BYTES:
-                    break
-                try:
-                    item = q.get_nowait()
-                except queue.Empty:
-                    break
-            rec.commit()
-            if stop:
-                return
-
-
-class TimedFramer:
-    """A ``LineFramer`` whose lines carry the time of the chunk that completed them.
-
-    With ``limit``, a longer line reaches ``oversize(first_bytes, full_size, t_ns)`` instead.
-    """
-
-    def __init__(self, emit: Any, limit: int | None = None, oversize: Any = None) -> None:
-        self._t = 0
-        self._framer = wire.LineFramer(
-            lambda line, term: emit(line, self._t), limit=limit,
-            oversize=(lambda head, size: oversize(head, size, self._t)) if oversize else None)
-
-    def feed_at(self, data: bytes, t_ns: int) -> None:
-        self._t = t_ns
-        self._framer.feed(data)
-
-    def close(self) -> None:
-        self._framer.close()
-
-
-def redacted_head(redact: Any, target: Any, tags: dict[str, str] | None
-                  ) -> tuple[Any, dict[str, str] | None]:
-    """A session's target (argv or URL) and tags with secrets replaced, for its row."""
-    if redact is None or not hasattr(redact, "redact_value"):
-        return target, tags
-    return redact.redact_value(target), redact.redact_value(tags) if tags else tags
-
-
-def open_session_writer(
-    path: str | os.PathLike[str],
-    name: str,
-    *,
-    transport: str,
-    target: Any,
-    tags: dict[str, str] | None = None,
-    redact: Redactor | None = None,
-) -> SessionWriter:
-    """Create (or open) the cassette, add a session and start its writer."""
-    from ..redact.manifest import for_recording
-
-    cassette = Cassette.open(path, create=True)
-    try:
-        redact, manifest = for_recording(redact, cassette)
-        target, tags = redacted_head(redact, target, tags)
-        session = cassette.create_session(
-            name, transport=transport, target=target, tags=tags, recorder_pid=os.getpid()
-        )
-        if manifest is not None:
-            cassette.set_redaction_manifest(session, manifest)
-    except BaseException:
-        cassette.close()
-        raise
-    return SessionWriter(cassette, session, redact=redact)

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 
 from ..cassette import Cassette
-from ..cassette.recorder_process import ProcessSessionWriter, RecorderProcess, create_recorded_session
+from .process import ProcessSessionWriter, RecorderProcess, create_recorded_session
 from ..naming import proxy_session_name
 from ..redact import Redactor
 
