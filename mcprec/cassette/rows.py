@@ -159,32 +159,39 @@ class RowSink:
         if start < len(rows):
             self._conn.executemany(_INSERT_MESSAGE, rows[start:] if start else rows)
 
-    def finish(self, *, status: str, exit_code: int | None, build_plan: bool,
-               meta: dict[str, Any] | None = None) -> BaseException | None:
-        """Mark the session ended with ``status`` (and ``meta`` columns), with its replay plan
-        built in the same transaction when ``build_plan``. Returns why the plan could not be
-        built, if it could not."""
+    def finish(self, *, status: str, exit_code: int | None, build_plan: bool
+               ) -> BaseException | None:
+        """Mark the session ended with ``status``, with its replay plan built in the same
+        transaction when ``build_plan``. Returns why the plan could not be built, if it could
+        not."""
         try:
             with write_transaction(self._conn) as conn:
-                cols = "".join(f", {k} = ?" for k in (meta or {}))
                 conn.execute(
-                    f"UPDATE sessions SET ended_at = ?, status = ?, exit_code = ?{cols} "
-                    "WHERE id = ?",
-                    (schema.now_iso(), status, exit_code, *(meta or {}).values(),
-                     self.session_id),
+                    "UPDATE sessions SET ended_at = ?, status = ?, exit_code = ? WHERE id = ?",
+                    (schema.now_iso(), status, exit_code, self.session_id),
                 )
                 # with its end: a reader that sees the session complete sees its plan
                 return plan.build_or_skip(conn, self.session_id) if build_plan else None
         except sqlite3.Error as e:
             raise _write_error(e) from e
 
-    def mark_lost(self, *, status: str, exit_code: int | None, meta: dict[str, Any]) -> bool:
-        """After a failed write, try to mark the session ended with what was lost (the disk may
-        have room for one small update once the failed transaction is rolled back)."""
+    def mark_lost(self, *, exit_code: int | None, lost: int, reason: str) -> bool:
+        """After a failed write: mark the session ended ``incomplete``, with how many messages
+        were lost and why (once the failed transaction is rolled back, a full disk often has
+        room for these two small rows). Whether it could."""
         try:
-            self.finish(status=status, exit_code=exit_code, build_plan=False, meta=meta)
+            with write_transaction(self._conn) as conn:
+                conn.execute(
+                    "UPDATE sessions SET ended_at = coalesce(ended_at, ?), status = "
+                    "'incomplete', exit_code = coalesce(?, exit_code) WHERE id = ?",
+                    (schema.now_iso(), exit_code, self.session_id))
+                conn.execute(
+                    "INSERT INTO session_losses (session_id, lost_messages, reason) "
+                    "VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET lost_messages = "
+                    "excluded.lost_messages, reason = excluded.reason",
+                    (self.session_id, lost, reason))
             return True
-        except CassetteWriteError:
+        except sqlite3.Error:
             return False
 
 

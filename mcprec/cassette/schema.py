@@ -167,6 +167,17 @@ def _replay_plan(conn: sqlite3.Connection) -> None:
     plan.build_ended(conn)
 
 
+_LOSSES = """
+-- Per session whose recording lost messages (a write failed: the disk was full, the file was
+-- removed or made read-only): how many messages were forwarded but not stored, and why. The
+-- session is then 'incomplete'. A session that lost nothing has no row.
+CREATE TABLE session_losses (
+    session_id     INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    lost_messages  INTEGER NOT NULL,
+    reason         TEXT NOT NULL
+);
+"""
+
 MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _INITIAL),
     ("0002_waits_for", _WAITS_FOR),
@@ -175,6 +186,7 @@ MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
     ("0005_backpressure", _BACKPRESSURE),
     ("0006_key_scheme", _KEY_SCHEME),
     ("0007_replay_plan", _replay_plan),
+    ("0008_session_losses", _LOSSES),
 ]
 
 WAITS_FOR_VERSION = 2

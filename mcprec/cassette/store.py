@@ -405,7 +405,11 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         yield conn
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        # SQLite may have rolled back already (SQLITE_FULL, IOERR): a ROLLBACK then fails with
+        # "no transaction is active", which would hide the real error
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
         raise
 
 
@@ -860,6 +864,23 @@ class Cassette:
             "VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET pauses = "
             "excluded.pauses, paused_ms = excluded.paused_ms, bound_bytes = excluded.bound_bytes",
             (sid, pauses, paused_ms, bound_bytes))
+
+    def losses(self, sessions: Any = None) -> dict[int, dict[str, Any]]:
+        """Session id -> ``{lost_messages, reason}`` for sessions whose recording lost messages
+        (a write failed). Sessions that lost nothing (or recorded before this was kept) are
+        absent."""
+        sql = "SELECT session_id, lost_messages, reason FROM session_losses"
+        try:
+            if sessions is None:
+                rows = self._conn.execute(sql).fetchall()
+            else:
+                ids = [s.id if isinstance(s, Session) else int(s) for s in sessions]
+                rows = self._conn.execute(
+                    f"{sql} WHERE session_id IN ({', '.join('?' * len(ids))})",
+                    ids).fetchall() if ids else []
+        except sqlite3.OperationalError:  # a cassette of an older format, read as it is
+            return {}
+        return {sid: {"lost_messages": n, "reason": reason} for sid, n, reason in rows}
 
     _UPDATABLE = frozenset({
         "ended_at", "status", "exit_code", "protocol_version", "client_info", "server_info",

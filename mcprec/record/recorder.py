@@ -91,6 +91,8 @@ class Recorder:
         self._sink = RowSink(conn, session.id)
         self.lost = 0
         """Messages made into rows that could not be written (after a write error)."""
+        self.marked = False
+        """Whether the loss could be stored in the cassette (``session_losses``)."""
         self._redact = redact
         self._seq = first_seq
         self._bytes = 0
@@ -199,8 +201,8 @@ class Recorder:
         self.commit()
         if self.error is not None:
             self.lost += self.pending
-            self._sink.mark_lost(status="incomplete", exit_code=exit_code,
-                                 meta={"lost_messages": self.lost, "lost_reason": self.reason})
+            self.marked = self._sink.mark_lost(exit_code=exit_code, lost=self.lost,
+                                               reason=self.reason or "a write failed")
             return
         try:
             failed = self._sink.finish(status=status, exit_code=exit_code, build_plan=True)
