@@ -103,6 +103,7 @@ def test_skip_missing_skips_in_mode_none_only(pytester: pytest.Pytester) -> None
 
 def test_the_plugin_knows_the_modes_replay_knows() -> None:
     """The plugin's list of modes (kept to avoid loading replay in every pytest run) is replay's."""
-    from mcprec import pytest_plugin, replay
+    from mcprec import replay
+    from mcprec.testing import plugin as pytest_plugin
 
     assert pytest_plugin.MODES == replay.MODES

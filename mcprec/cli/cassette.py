@@ -82,7 +82,7 @@ def _session_json(s: Any, redaction: dict[int, Any],
                   backpressure: dict[int, Any]) -> dict[str, Any]:
     """A session for `sessions --json`, with its redaction manifest (null: none recorded) and
     how forwarding paused for the recorder (null: it never did)."""
-    from ..timeline import session_dict
+    from ..show.timeline import session_dict
 
     return {**session_dict(s), "redaction": redaction.get(s.id),
             "backpressure": backpressure.get(s.id)}
@@ -96,7 +96,7 @@ def sessions(cassette: str, as_json: bool) -> None:
     no recorded answer: cut off, cancelled, or still in flight."""
     from ..cassette import open_cassette
     from ..cassette.views import unanswered_counts
-    from ..timeline import format_table, session_rows
+    from ..show.timeline import format_table, session_rows
 
     with open_cassette(cassette) as c:
         found = c.sessions()
@@ -143,8 +143,8 @@ def show(cassette: str, session: str | None, as_json: bool, body: bool, with_std
     import orjson
 
     from ..cassette import open_cassette
-    from ..dump import message_filter
-    from ..timeline import backpressure_line, format_message_line, human_duration_ns, \
+    from ..show.dump import message_filter
+    from ..show.timeline import backpressure_line, format_message_line, human_duration_ns, \
         message_dict, timeline
 
     if tools and (methods or grep or body or with_stderr):
@@ -203,7 +203,7 @@ def _show_tools(c: Any, s: Any, as_json: bool) -> None:
     """``show --tools``: the session's tools, from its tools/list answers (every page)."""
     import orjson
 
-    from ..dump import session_tools, tool_line
+    from ..show.dump import session_tools, tool_line
 
     found = session_tools(c, s)
     if as_json:
@@ -246,7 +246,7 @@ def export(cassette: str, session: str | None, output: str, timing: bool, otlp: 
     cassettes/*.db diff=mcprec
     """
     from ..cassette import open_cassette
-    from ..dump import export_to
+    from ..show.dump import export_to
 
     if otlp is None and headers:
         raise click.UsageError("--header is for --otlp")
@@ -282,7 +282,7 @@ def _export_otlp(c: Any, sessions: list[Any], url: str, headers: tuple[str, ...]
 @click.option("--replace", is_flag=True, help="Replace sessions that already exist.")
 def import_(dump: str, cassette: str, replace: bool) -> None:
     """Read a JSON Lines DUMP (from `mcprec export`) into CASSETTE."""
-    from ..dump import import_dump
+    from ..show.dump import import_dump
 
     if dump == "-":
         names = import_dump(sys.stdin.buffer, cassette, replace=replace, source="<stdin>")

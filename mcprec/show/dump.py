@@ -24,10 +24,10 @@ from typing import IO, Any
 
 import orjson
 
-from .cassette import Cassette, Session
-from .record.writer import SessionWriter
-from .errors import CassetteError, UsageError
-from .wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
+from ..cassette import Cassette, Session
+from ..record.writer import SessionWriter
+from ..errors import CassetteError, UsageError
+from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 
 EXPORT_VERSION = 1
 _DIR_SHORT: dict[str, str] = {CLIENT_TO_SERVER: "c2s", SERVER_TO_CLIENT: "s2c"}
@@ -46,7 +46,7 @@ def _line(obj: Any) -> bytes:
 def export_lines(
     cassette: Cassette, sessions: Iterable[Session], *, timing: bool = True
 ) -> Iterator[bytes]:
-    from . import cassette as cassette_mod
+    from .. import cassette as cassette_mod
 
     yield _line({"mcprec_export": EXPORT_VERSION, "format": cassette_mod.FORMAT_VERSION})
     sessions = list(sessions)
@@ -179,7 +179,7 @@ def _start_session(
     if isinstance(manifest, dict):
         cassette.set_redaction_manifest(session, manifest)
         if manifest.get("salt") == "cassette" and cassette.redaction_salt() is None:
-            from . import _log
+            from .. import _log
 
             _log.warning("import", f"session {name!r} was hashed with its cassette's salt, which "
                          "exports leave out: replayed requests holding redacted values will not "

@@ -27,9 +27,9 @@ from typing import Any
 
 import orjson
 
-from .errors import McprecError, ReplayError, ServerStartError, UsageError
-from .matching import MatchOptions
-from .modes import Mode
+from ..errors import McprecError, ReplayError, ServerStartError, UsageError
+from ..matching import MatchOptions
+from ..modes import Mode
 
 
 def replay_args(
@@ -301,9 +301,9 @@ async def replay_streams(
     import mcp_types as types
     from mcp.shared.message import SessionMessage
 
-    from .cassette import Cassette
-    from .replay.engine import ReplaySession
-    from .replay.playback import candidates
+    from ..cassette import Cassette
+    from ..replay.engine import ReplaySession
+    from ..replay.playback import candidates
 
     c = Cassette.open(cassette)
     try:

@@ -29,9 +29,9 @@ from typing import Any
 
 import pytest
 
-from .errors import ReplayError, SessionNotFoundError, UsageError
-from .matching import MatchOptions
-from .modes import MODES, Mode
+from ..errors import ReplayError, SessionNotFoundError, UsageError
+from ..matching import MatchOptions
+from ..modes import MODES, Mode
 
 DEFAULT_SESSION = "default"
 _MARKER_KEYS = {"cassette", "session", "server", "target", "mode", "assert_all_played",
@@ -252,7 +252,7 @@ def _watched(request: pytest.FixtureRequest, verdict: Verdict) -> Iterator[None]
 
 def _replay_verdict(report: dict[str, Any], cassette: Path, kwargs: dict[str, Any],
                     stderr: str) -> str | None:
-    from .testing import check_replay
+    from . import check_replay
 
     try:
         check_replay(report, cassette=cassette,
@@ -267,7 +267,7 @@ def _recording_verdict(cassette: Path, session: str, existed: bool, final: bool)
     """None if the recording holds a request from the client. Else why the test fails, after
     removing the empty session (and the cassette, if the test created it), so that the next run
     records again. Before the end, only a recording that has ended is judged."""
-    from .cassette import Cassette
+    from ..cassette import Cassette
 
     if cassette.exists() and cassette.stat().st_size:
         with Cassette.open(cassette) as c:
@@ -310,8 +310,8 @@ def mcprec_server(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Any]:
     """A ``ReplayServer``: ``.params`` for the mcp SDK's ``stdio_client``, ``.argv`` for others."""
-    from .replay import needs_recording
-    from .testing import cassette_lock, replay_server
+    from ..replay import needs_recording
+    from . import cassette_lock, replay_server
 
     kwargs = _marker_kwargs(request)
     cassette, mode = mcprec_cassette, mcprec_mode
@@ -374,8 +374,8 @@ def mcprec_http_server(
 ) -> Iterator[Any]:
     """A running ``mcprec replay --http`` for this test's cassette or, when the mode records, a
     recording proxy in front of the real HTTP server; ``.url`` is the endpoint either way."""
-    from .replay import needs_recording
-    from .testing import cassette_lock
+    from ..replay import needs_recording
+    from . import cassette_lock
 
     kwargs = _marker_kwargs(request)
     cassette, mode = mcprec_cassette, mcprec_mode
@@ -400,7 +400,7 @@ def mcprec_http_server(
 
 def _replay_http(request: pytest.FixtureRequest, kwargs: dict[str, Any], cassette: Path,
                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from .testing import replay_http_server
+    from . import replay_http_server
 
     with replay_http_server(cassette, session=kwargs.get("session"),
                             options=_match_options(kwargs),
@@ -426,7 +426,7 @@ def _replay_http(request: pytest.FixtureRequest, kwargs: dict[str, Any], cassett
 
 def _record_http(request: pytest.FixtureRequest, kwargs: dict[str, Any], cassette: Path,
                  session: str, existed: bool) -> Iterator[Any]:
-    from .testing import record_http_proxy
+    from . import record_http_proxy
 
     target = kwargs.get("target") or _fixture_or_none(request, "mcprec_real_target")
     if not target:
@@ -450,7 +450,7 @@ def _forget(cassette: Path, session: str) -> None:
     """Delete ``session`` and the ``session-N`` the recording proxy names the next ones."""
     if not cassette.exists():
         return
-    from .cassette import Cassette
+    from ..cassette import Cassette
 
     with Cassette.open(cassette) as c:
         for s in c.sessions():
@@ -480,8 +480,8 @@ class Verifier:
         """``mcprec_verify()``, ``mcprec_verify("cassettes/x.db", [sys.executable, "srv.py"],
         fail_on="breaking", normalize=["timestamps"], ...)``: the marker's arguments, with
         these over them."""
-        from .errors import McprecError
-        from .verify_check import run, settings
+        from ..errors import McprecError
+        from ..verify_check import run, settings
 
         self.calls += 1
         request = self._request

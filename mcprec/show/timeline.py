@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .cassette import Cassette, Message, Session
-from .wire import CLIENT_TO_SERVER
+from ..cassette import Cassette, Message, Session
+from ..wire import CLIENT_TO_SERVER
 
 
 def human_bytes(n: int) -> str:
