@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 from . import wire
 from ._plain import Plain
 from .cassette import Cassette, Message, Session
-from .cassette.store import MESSAGE_FIELDS, message_from_row
+from .cassette.models import MESSAGE_FIELDS, message_from_row
 from .errors import NoMatchError
 # jsonpath and normalize are imported where --ignore, --normalize, custom matchers or a report
 # of an unmatched request need them: a plain replay never does, and their imports (regular

@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 from helpers import LARGE_CALL, LARGE_INITIALIZE, LARGE_INITIALIZED, proc_status_bytes
 from http_helpers import start_replay
 from mcprec import wire
-from mcprec.cassette.store import PIECE, STORED_APART, Cassette, StoredText
+from mcprec.cassette.store import Cassette
+from mcprec.cassette.models import STORED_APART, StoredText
+from mcprec.cassette.models import PIECE
 from mcprec.record.writer import Recorder
 from mcprec.replay import playback as playback_module
 from mcprec.replay.faults import Faults, parse_rule

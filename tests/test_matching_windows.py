@@ -63,7 +63,7 @@ def test_request_far_past_the_read_windows_is_found(cassette: Path) -> None:
 
 def test_message_fields_are_the_schemas_columns(cassette: Path) -> None:
     """The one field list that reads messages names every column of the table but `size`."""
-    from mcprec.cassette.store import MESSAGE_FIELDS
+    from mcprec.cassette.models import MESSAGE_FIELDS
 
     with Cassette.open(cassette) as c:
         columns = [r[1] for r in c.connection.execute("PRAGMA table_info(messages)")]

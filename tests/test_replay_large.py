@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from helpers import LARGE_CALL, LARGE_INITIALIZE, LARGE_INITIALIZED, run_mcprec
 from mcprec import wire
-from mcprec.cassette.store import (
-    STORED_APART, Cassette, Message, StoredMessage, StoredText, message_from_row,
-)
+from mcprec.cassette.store import Cassette
+from mcprec.cassette.models import STORED_APART, Message, StoredText, message_from_row
+from mcprec.cassette.models import StoredMessage
 from mcprec.record.writer import Recorder
 from mcprec.errors import CassetteError
 from mcprec.replay import playback as playback_module

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 from .schema import FORMAT_VERSION
-from .store import Cassette, Message, Session, StderrLine, connect, open_cassette
+from .store import Cassette, open_cassette
+from .models import Message, Session, StderrLine
+from .connect import connect
 
 __all__ = [
     "FORMAT_VERSION",

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import wire
-from .store import text_bytes
+from .models import text_bytes
 
 _LIMIT = 10_000  # requests remembered; causes are recent, and recording must stay bounded
 

@@ -15,7 +15,7 @@ from typing import Any
 from .. import wire
 from ..errors import CassetteError
 from . import plan, schema
-from .store import connect, write_transaction
+from .connect import connect, write_transaction
 
 _INSERTED = ("session_id", "seq", "t_ns", "direction", "kind", "rpc_id", "method", "reply_to",
              "context_seq", "follows", "waits_for", "match_key", "size", "raw", "http")

@@ -25,7 +25,9 @@ import orjson
 from .. import __version__
 from ..errors import CassetteError, FormatTooNewError, NotACassetteError
 from . import schema
-from .store import BUSY_TIMEOUT_S, Cassette, Session, text_bytes
+from .store import Cassette
+from .connect import BUSY_TIMEOUT_S
+from .models import Session, text_bytes
 
 # --- opening ----------------------------------------------------------------------------------
 

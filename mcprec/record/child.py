@@ -187,7 +187,7 @@ class _Checkpointer:
         self._asked.set()
 
     def _run(self) -> None:
-        from ..cassette.store import connect
+        from ..cassette.connect import connect
 
         conn: Any = None
         while True:

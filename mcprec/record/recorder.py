@@ -12,7 +12,7 @@ import orjson
 from .. import _log, wire
 from ..cassette.causality import Causality
 from ..cassette.rows import COPIED_BELOW, NO_INT, NO_TEXT, CassetteWriteError, Pieces, RowSink
-from ..cassette.store import Session
+from ..cassette.models import Session
 
 LARGE_MESSAGE = 1024 * 1024
 """Messages longer than this are redacted and classified around their base64 payloads and

@@ -18,7 +18,8 @@ from typing import Any
 
 
 from .. import wire
-from ..cassette.store import Cassette, Session
+from ..cassette.store import Cassette
+from ..cassette.models import Session
 from .recorder import AUTO, Recorder, Redactor
 
 MAX_BATCH_MESSAGES = 2000

@@ -13,7 +13,9 @@ import orjson
 
 from .. import wire
 from ..cassette import plan
-from ..cassette.store import Cassette, text_bytes, write_transaction
+from ..cassette.store import Cassette
+from ..cassette.models import text_bytes
+from ..cassette.connect import write_transaction
 
 
 class _Redactor(Protocol):

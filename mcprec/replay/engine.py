@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from .. import _log, wire
 from ..cassette import Cassette, Message, Session
-from ..cassette.store import StoredText
+from ..cassette.models import StoredText
 from ..errors import McprecError, NoMatchError
 from ..matching import MatchOptions
 from .playback import (

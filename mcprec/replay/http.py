@@ -24,7 +24,7 @@ from urllib.parse import parse_qs
 
 from .. import _log, wire
 from ..cassette import Cassette, Session
-from ..cassette.store import StoredText
+from ..cassette.models import StoredText
 from ..errors import CassetteError, McprecError
 from ..matching import MatchOptions
 from ..transports.http_serve import (

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-from ..cassette.store import StoredText
+from ..cassette.models import StoredText
 from ..wire import LineFramer
 from .playback import Playback
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 from .. import _log, wire
 from .._plain import Plain
 from ..cassette import Cassette, Message, Session
-from ..cassette.store import StoredMessage, StoredText
+from ..cassette.models import StoredMessage, StoredText
 from ..errors import NoMatchError, ReplayError, UsageError
 from ..matching import METHOD_ONLY, Match, MatchOptions
 from .choose import SessionChoice

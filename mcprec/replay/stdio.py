@@ -8,7 +8,7 @@ import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..cassette.store import StoredText
+from ..cassette.models import StoredText
 from ..transports.stdio import StdioEnds
 from ..wire import LineFramer
 from .engine import AsyncPlayback

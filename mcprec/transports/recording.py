@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..cassette.store import Session
+    from ..cassette.models import Session
 
 
 class SessionRecording(Protocol):
