@@ -32,9 +32,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mcprec.cassette import open_session_writer  # noqa: E402
-
-from mcprec.record.writer import 
+from mcprec.record.writer import open_session_writer  # noqa: E402
 from mcprec.lint import LintOptions, lint  # noqa: E402
 
 TARGET_S = 2.0

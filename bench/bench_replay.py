@@ -50,8 +50,10 @@ REPO = HERE.parent
 sys.path.insert(0, os.environ.get("MCPREC_BENCH_SOURCE") or str(REPO))
 
 from mcprec import wire  # noqa: E402
-from mcprec.cassette import open_session_writer  # noqa: E402
-from mcprec.record.writer import 
+try:  # a tree from before the record package (MCPREC_BENCH_SOURCE) had it in cassette
+    from mcprec.record.writer import open_session_writer  # noqa: E402
+except ImportError:
+    from mcprec.cassette import open_session_writer  # type: ignore[attr-defined,no-redef]  # noqa: E402,E501
 
 WINDOW = 32
 

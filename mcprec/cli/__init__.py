@@ -2,7 +2,7 @@
 
 Imports of the heavier modules happen inside each command so that every command starts fast.
 The commands live in this package's modules by what they work on (``record``, ``replay``,
-``cassette``, ``diff``, ``view``; ``lint`` in ``mcprec.lint.command``); this module holds the
+``cassette``, ``diff``, ``view``, ``lint``); this module holds the
 group, registers them, and turns every error into one line and an exit code.
 """
 
@@ -13,9 +13,9 @@ import sys
 import click
 
 from .. import __version__
-from ._common import McprecCommandError, _Group
+from ._common import CommandError, _Group
 
-__all__ = ["McprecCommandError", "cli", "main"]
+__all__ = ["CommandError", "cli", "main"]
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -36,7 +36,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from ..lint.command import lint_command
+    from .lint import lint_command
     from .cassette import export, import_, redact, scan, sessions, show
     from .diff import diff_command, verify
     from .record import record, script

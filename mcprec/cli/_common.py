@@ -11,8 +11,9 @@ import click
 from ..errors import McprecError
 
 
-class McprecCommandError(click.ClickException):
-    """A domain error shown as one line: ``mcprec: <message>``."""
+class CommandError(click.ClickException):
+    """A domain error shown as one line, ``mcprec: <message>``, and its exit status (1 by
+    default; 2 for trouble in diff, verify and lint, whose 1 means "different" or "findings")."""
 
     def __init__(self, message: str, exit_code: int = 1) -> None:
         super().__init__(message)
@@ -20,6 +21,15 @@ class McprecCommandError(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"mcprec: {self.format_message()}", err=True)
+
+
+TROUBLE = 2
+"""The exit status of diff, verify and lint when they could not run (1 is their verdict)."""
+
+
+def trouble(message: str) -> CommandError:
+    """A ``CommandError`` with exit status 2 (``TROUBLE``)."""
+    return CommandError(message, TROUBLE)
 
 
 def session_choice(f: Any) -> Any:
@@ -46,7 +56,7 @@ def open_file(path: str, mode: str) -> Any:
         return open(path, mode)  # noqa: SIM115 - the caller closes it
     except OSError as e:
         verb = "read" if mode.startswith("r") else "write"
-        raise McprecCommandError(f"cannot {verb} {path}: {e.strerror}") from e
+        raise CommandError(f"cannot {verb} {path}: {e.strerror}") from e
 
 
 class _Group(click.Group):
@@ -54,9 +64,9 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except McprecError as e:
-            raise McprecCommandError(str(e), e.exit_code) from e
+            raise CommandError(str(e), e.exit_code) from e
         except KeyboardInterrupt:
-            raise McprecCommandError("interrupted", 130) from None
+            raise CommandError("interrupted", 130) from None
 
 
 class _ServerCommand(click.Command):

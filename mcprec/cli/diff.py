@@ -15,22 +15,11 @@ from typing import Any
 import click
 
 from ..errors import McprecError
-from ._common import McprecCommandError, _redactor, _ServerCommand, redaction_options
+from ._common import CommandError, _redactor, _ServerCommand, redaction_options, trouble
 
 EXIT_EQUAL, EXIT_DIFFERENT, EXIT_TROUBLE = 0, 1, 2
 
 
-class DiffCommandError(click.ClickException):
-    """A domain error shown as one line, exit status 2."""
-
-    exit_code = EXIT_TROUBLE
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"mcprec: {self.format_message()}", err=True)
-
-
-class DiffInterrupted(DiffCommandError):
-    exit_code = 130
 
 
 FORMATS = ["text", "json", "markdown", "html", "github"]
@@ -94,7 +83,7 @@ def _run(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
          fail_on_latency: bool | None, fmt: str, color: bool | None, *,
          html: str | None = None, fail_on: str | None = None,
          surface_only: bool | None = None, normalize: tuple[str, ...] = ()) -> int:
-    """Diff, print the report, return the exit status; errors become ``DiffCommandError``
+    """Diff, print the report, return the exit status; errors become ``CommandError``
     (exit 2). Also used by ``mcprec verify``. ``html``: also write the report as one HTML
     page there."""
     from ..errors import McprecError
@@ -106,9 +95,9 @@ def _run(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
         emit(result, fmt, color, html, latency=gate.fail_on_latency)
         return gate.exit_code(result)
     except McprecError as e:
-        raise DiffCommandError(str(e)) from e
+        raise trouble(str(e)) from e
     except KeyboardInterrupt:
-        raise DiffInterrupted("interrupted") from None
+        raise CommandError("interrupted", 130) from None
 
 
 def emit(result: Any, fmt: str, color: bool | None, html: str | None = None, *,
@@ -116,15 +105,15 @@ def emit(result: Any, fmt: str, color: bool | None, html: str | None = None, *,
     """Print ``result`` in ``fmt``; ``github``: annotations, then Markdown, which also goes to
     ``$GITHUB_STEP_SUMMARY`` when set. ``html``: also write the HTML page there."""
     if html is not None:
-        from ..diff.report import to_html
+        from ..view.export import diff_html
 
-        write_file(html, to_html(result))
+        write_file(html, diff_html(result))
     if fmt == "json":
         click.echo(result.to_json())
     elif fmt == "html":
-        from ..diff.report import to_html
+        from ..view.export import diff_html
 
-        click.echo(to_html(result), nl=False)
+        click.echo(diff_html(result), nl=False)
     elif fmt == "markdown":
         click.echo(result.to_markdown(), nl=False)
     elif fmt == "github":
@@ -154,7 +143,7 @@ def write_file(path: str, text: str, *, append: bool = False) -> None:
         with open(path, "ab" if append else "wb") as f:
             f.write(text.encode("utf-8", "replace"))
     except OSError as e:
-        raise DiffCommandError(f"cannot write {path}: {e.strerror}") from e
+        raise trouble(f"cannot write {path}: {e.strerror}") from e
 
 
 def _first(*values: Any) -> Any:
@@ -260,17 +249,17 @@ def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], 
 
     if not all_sessions:
         if extra:
-            raise DiffCommandError("several cassettes need --all")
+            raise trouble("several cassettes need --all")
         run = _verify_one(Path(cassette), session, server, timeout, target, gate, redact,
                           lint_run, update, single=True)
         emit(run.result, fmt, color, html, latency=gate.fail_on_latency)
         return EXIT_DIFFERENT if run.failed else EXIT_EQUAL
     if session is not None:
-        raise DiffCommandError("give -s SESSION or --all, not both")
+        raise trouble("give -s SESSION or --all, not both")
     if target is None and not server:
-        raise DiffCommandError("give the server to verify after `--`, or --target URL")
+        raise trouble("give the server to verify after `--`, or --target URL")
     if fmt == "html" or html is not None:
-        raise DiffCommandError("--all makes one summary of many sessions: use --format "
+        raise trouble("--all makes one summary of many sessions: use --format "
                                "text, markdown, github or json (not html)")
     from ..errors import McprecError
 
@@ -278,9 +267,9 @@ def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], 
         cassettes = expand_cassettes([cassette, *extra])
         plan = [(c, s) for c in cassettes for s in reference_sessions(c)]
     except McprecError as e:
-        raise DiffCommandError(str(e)) from e
+        raise trouble(str(e)) from e
     if not plan:
-        raise DiffCommandError("no recorded sessions to verify in "
+        raise trouble("no recorded sessions to verify in "
                                + ", ".join(str(c) for c in cassettes))
     runs: list[Run] = []
     for c, s in plan:
@@ -289,7 +278,7 @@ def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], 
                                     update, single=False))
         except McprecError as e:
             runs.append(Run(c, s, error=str(e)))
-        except DiffCommandError as e:
+        except CommandError as e:
             runs.append(Run(c, s, error=e.format_message()))
     emit_all(runs, fmt, color, latency=gate.fail_on_latency)
     if any(r.error for r in runs):
@@ -308,13 +297,13 @@ def _verify_one(cassette: Path, session: str | None, server: tuple[str, ...], ti
                              timeout=timeout, redact=redact)
     except McprecError as e:
         if single:
-            raise DiffCommandError(str(e)) from e
+            raise trouble(str(e)) from e
         raise
     a, b = refs(cassette, v)
     try:
         result = gate.diff(a, b)
     except McprecError as e:
-        raise DiffCommandError(str(e)) from e
+        raise trouble(str(e)) from e
     run = Run(cassette, v.original, v, result)
     run.failed = gate.exit_code(result) != EXIT_EQUAL or bool(v.drive.timed_out)
     if lint_run:
@@ -477,7 +466,7 @@ def verify(cassette: str, session: str | None, timeout: float, update: bool, tar
       mcprec verify cassettes/remote.db --target http://127.0.0.1:8000/mcp
       mcprec verify --all cassettes/ --fail-on breaking --format github -- python srv.py
     """
-    from .diff import DiffCommandError, resolve, verify_main
+    from .diff import resolve, verify_main
 
     extra: tuple[str, ...] = ()
     n = click.get_current_context().meta.get("mcprec.server_args")
@@ -486,12 +475,12 @@ def verify(cassette: str, session: str | None, timeout: float, update: bool, tar
     elif all_sessions and target is not None:
         extra, server = server, ()
     if not all_sessions and os.path.isdir(cassette):
-        raise McprecCommandError(f"{cassette} is a directory; give a cassette file, or --all "
+        raise CommandError(f"{cassette} is a directory; give a cassette file, or --all "
                                  "to verify every cassette under it", 2)
     try:
         gate = resolve(config, ignore, normalize, fail_on, surface_only, fail_on_latency)
     except McprecError as e:
-        raise DiffCommandError(str(e)) from e
+        raise trouble(str(e)) from e
     code = verify_main(cassette, extra, server, all_sessions=all_sessions, session=session,
                        timeout=timeout, update=update, target=target, gate=gate, fmt=fmt,
                        html=html, color=color, lint_run=lint_run,

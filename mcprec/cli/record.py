@@ -10,7 +10,7 @@ import click
 
 from ._common import (
     CASSETTE_HELP,
-    McprecCommandError,
+    CommandError,
     _duration,
     _parse_tags,
     _redactor,
@@ -186,7 +186,7 @@ def script(init: bool, check: tuple[str, ...], target: str | None, output: str, 
     from ..script import starter_scenario
 
     if output != "-" and os.path.exists(output) and not force:
-        raise McprecCommandError(f"{output} exists; pass --force to overwrite it", 2)
+        raise CommandError(f"{output} exists; pass --force to overwrite it", 2)
     text = starter_scenario(server, target=target, timeout=timeout,
                             filename=None if output == "-" else output)
     if output == "-":
@@ -196,6 +196,6 @@ def script(init: bool, check: tuple[str, ...], target: str | None, output: str, 
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as e:
-        raise McprecCommandError(f"cannot write {output}: {e.strerror}") from e
+        raise CommandError(f"cannot write {output}: {e.strerror}") from e
     click.echo(f"mcprec: wrote {output}; record it with: mcprec record --script {output} "
                "-c CASSETTE", err=True)

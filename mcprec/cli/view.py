@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ._common import McprecCommandError, session_choice
+from ._common import CommandError, session_choice
 
 
 @click.command("view", context_settings={"help_option_names": ["-h", "--help"]})
@@ -72,5 +72,5 @@ def _write_html(cassette: str, session: str | None, diff: tuple[str, str] | None
         with open(out, "wb") as f:
             f.write(text.encode("utf-8", "replace"))
     except OSError as e:
-        raise McprecCommandError(f"cannot write {out}: {e.strerror}", 2) from e
+        raise CommandError(f"cannot write {out}: {e.strerror}", 2) from e
     click.echo(f"mcprec: wrote {out}", err=True)

@@ -1,5 +1,5 @@
 """A ``DiffResult`` as JSON, text (optionally coloured), Markdown (for a PR comment) and one
-self-contained HTML page (the view of ``mcprec view``, in a file)."""
+self-contained HTML page (``mcprec.view.export.diff_html``: the view of ``mcprec view``)."""
 
 from __future__ import annotations
 
@@ -415,15 +415,3 @@ def to_github(r: DiffResult, file: str | None = None) -> str:
     Markdown alone)."""
     lines = github_annotations(r, file)
     return "\n".join(lines) + ("\n\n" if lines else "") + to_markdown(r)
-
-
-# --- HTML -----------------------------------------------------------------------------------
-
-
-def to_html(r: DiffResult) -> str:
-    """One self-contained HTML page (no network): the report, both sessions, and every exchange
-    that differs side by side with its changed paths marked. Reads both cassettes again, so
-    the sessions must still be there; what ``mcprec scan`` would flag is left out."""
-    from ..view.export import diff_html
-
-    return diff_html(r)

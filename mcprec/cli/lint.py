@@ -11,18 +11,12 @@ from typing import Any
 
 import click
 
+from ._common import trouble
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_TROUBLE = 0, 1, 2
 FORMATS = ("text", "json", "markdown", "github", "sarif")
 LEVELS = ("info", "warning", "error")
 
-
-class LintCommandError(click.ClickException):
-    """A domain error shown as one line, exit status 2."""
-
-    exit_code = EXIT_TROUBLE
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"mcprec: {self.format_message()}", err=True)
 
 
 def _severities(values: tuple[str, ...]) -> dict[str, str]:
@@ -88,11 +82,11 @@ def lint_command(cassettes: tuple[str, ...], session: str | None, all_sessions: 
     docs/lint.md, or --list-rules.
     """
     from ..errors import McprecError
-    from .model import split_selectors
+    from ..lint.model import split_selectors
 
     try:
-        from .api import LintOptions, lint, prepare
-        from .report import render, summary
+        from ..lint.api import LintOptions, lint, prepare
+        from ..lint.report import render, summary
 
         options = LintOptions(select=split_selectors(select), skip=split_selectors(skip),
                               severity=_severities(severity), fail_on=fail_on,
@@ -106,7 +100,7 @@ def lint_command(cassettes: tuple[str, ...], session: str | None, all_sessions: 
             raise click.UsageError("give either -s SESSION or --all, not both")
         result = lint(cassettes, session=session, all_sessions=all_sessions, options=options)
     except McprecError as e:
-        raise LintCommandError(str(e)) from e
+        raise trouble(str(e)) from e
     for warning in result.warnings:
         click.echo(f"mcprec: warning: {warning}", err=True)
     text = render(result, fmt)
@@ -117,7 +111,7 @@ def lint_command(cassettes: tuple[str, ...], session: str | None, all_sessions: 
             with open(output, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError as e:
-            raise LintCommandError(f"cannot write {output}: {e.strerror}") from e
+            raise trouble(f"cannot write {output}: {e.strerror}") from e
         click.echo(f"mcprec: lint: {summary(result)}; the report is in {output}", err=True)
     sys.exit(EXIT_FINDINGS if result.failed else EXIT_CLEAN)
 
