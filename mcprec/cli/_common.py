@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ..errors import McprecError
+from ..terminal import safe_lines
 
 
 class McprecCommandError(click.ClickException):
@@ -19,7 +20,7 @@ class McprecCommandError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]  # click reads it per instance
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"mcprec: {self.format_message()}", err=True)
+        click.echo(f"mcprec: {safe_lines(self.format_message())}", err=True)
 
 
 def session_choice(f: Any) -> Any:

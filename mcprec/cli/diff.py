@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from ..errors import McprecError
+from ..terminal import safe, safe_lines
 from ._common import McprecCommandError, _redactor, _ServerCommand, redaction_options
 
 EXIT_EQUAL, EXIT_DIFFERENT, EXIT_TROUBLE = 0, 1, 2
@@ -26,7 +27,7 @@ class DiffCommandError(click.ClickException):
     exit_code = EXIT_TROUBLE
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"mcprec: {self.format_message()}", err=True)
+        click.echo(f"mcprec: {safe_lines(self.format_message())}", err=True)
 
 
 class DiffInterrupted(DiffCommandError):
@@ -74,7 +75,7 @@ def resolve(config: str | None, ignore: tuple[str, ...] = (), normalize: tuple[s
 
     settings = load_config(config)
     for warning in settings.warnings:
-        click.echo(f"mcprec: warning: {warning}", err=True)
+        click.echo(f"mcprec: warning: {safe_lines(warning)}", err=True)
     specs = [*settings.normalize, *(x for x in split_specs(normalize)
                                     if x not in settings.normalize)]
     return Gate(
@@ -140,7 +141,7 @@ def emit(result: Any, fmt: str, color: bool | None, html: str | None = None, *,
 def github_output(lines: list[str], markdown: str) -> None:
     """Annotations and the Markdown on stdout; the Markdown appended to the job summary."""
     for line in lines:
-        click.echo(line)
+        click.echo(safe(line))
     if lines:
         click.echo("")
     click.echo(markdown, nl=False)
@@ -326,7 +327,8 @@ def _verify_one(cassette: Path, session: str | None, server: tuple[str, ...], ti
         run.failed = run.failed or bool(found.failed)
     if update:
         accept(cassette, v)
-        click.echo(f"mcprec: the new run is now session {v.original!r} of {cassette}", err=True)
+        click.echo(safe(f"mcprec: the new run is now session {v.original!r} of {cassette}"),
+                   err=True)
     return run
 
 
@@ -362,9 +364,9 @@ def emit_all(runs: list[Any], fmt: str, color: bool | None, *, latency: bool = F
         return
     use_color = sys.stdout.isatty() if color is None else color
     for r in runs:
-        click.echo(f"=== {r.cassette}:{r.session} ===")
+        click.echo(safe(f"=== {r.cassette}:{r.session} ==="))
         if r.error:
-            click.echo(f"mcprec: {r.error}\n")
+            click.echo(f"mcprec: {safe_lines(r.error)}\n")
         else:
             click.echo(r.result.to_text(color=use_color), nl=False, color=use_color)
             click.echo("")
@@ -394,7 +396,7 @@ def _text_all(runs: list[Any]) -> str:
     out = [f"verify --all: {_overall(runs)}"]
     for r in runs:
         verdict, detail, _ = _row(r)
-        out.append(f"  {verdict:<7} {r.cassette}:{r.session}  {detail}")
+        out.append(safe(f"  {verdict:<7} {r.cassette}:{r.session}  {detail}"))
     return "\n".join(out)
 
 
@@ -414,7 +416,7 @@ def _markdown_all(runs: list[Any]) -> str:
         body = r.result.to_markdown()  # its title one level down, under the summary
         out += ["", f"<details><summary>{r.cassette}:{r.session}</summary>", "",
                 "#" + body, "</details>"]
-    return "\n".join(out).rstrip() + "\n"
+    return safe_lines("\n".join(out).rstrip() + "\n")
 
 
 class _VerifyCommand(_ServerCommand):

@@ -22,7 +22,9 @@ class LintCommandError(click.ClickException):
     exit_code = EXIT_TROUBLE
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"mcprec: {self.format_message()}", err=True)
+        from ..terminal import safe_lines
+
+        click.echo(f"mcprec: {safe_lines(self.format_message())}", err=True)
 
 
 def _severities(values: tuple[str, ...]) -> dict[str, str]:
@@ -88,6 +90,7 @@ def lint_command(cassettes: tuple[str, ...], session: str | None, all_sessions: 
     docs/lint.md, or --list-rules.
     """
     from ..errors import McprecError
+    from ..terminal import safe_lines
     from .model import split_selectors
 
     try:
@@ -108,7 +111,7 @@ def lint_command(cassettes: tuple[str, ...], session: str | None, all_sessions: 
     except McprecError as e:
         raise LintCommandError(str(e)) from e
     for warning in result.warnings:
-        click.echo(f"mcprec: warning: {warning}", err=True)
+        click.echo(f"mcprec: warning: {safe_lines(warning)}", err=True)
     text = render(result, fmt)
     if output == "-":
         click.echo(text, nl=False)

@@ -184,7 +184,9 @@ def _unmatched_status(engines: list[Any], allow: bool) -> int:
 
 def _server_stderr(line: str) -> None:
     """The recorded server's stderr, replayed on ours (as the server's would reach the client)."""
-    sys.stderr.write(line if line.endswith("\n") else line + "\n")
+    from ..terminal import safe
+
+    sys.stderr.write(safe(line.rstrip("\r\n")) + "\n")
     sys.stderr.flush()
 
 
