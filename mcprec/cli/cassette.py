@@ -271,7 +271,7 @@ def _export_otlp(c: Any, sessions: list[Any], url: str, headers: tuple[str, ...]
     report = export_otlp(c, sessions, target)
     for warning in report.warnings:
         click.echo(f"mcprec: warning: {safe_lines(warning)}", err=True)
-    click.echo(f"exported {report.sessions} session(s) to {target.url}: {report.spans} span(s) "
+    click.echo(f"exported {report.sessions} session(s) to {target.shown}: {report.spans} span(s) "
                f"in {report.requests} request(s), {report.durations} duration(s)", err=True)
 
 
