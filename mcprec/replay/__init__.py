@@ -82,6 +82,25 @@ def replay_stdio(
     mode = Mode.parse(mode)
     check_report_path(report)
     path = Path(cassette)
+    if mode.may_record:  # processes recording one cassette take turns, as the plugin's do
+        from ..cassette_lock import cassette_lock
+
+        # the lock first, then the look: a session another process is recording exists
+        # before it is complete
+        with cassette_lock(path):
+            if needs_recording(path, session, mode) or mode is Mode.NEW_EPISODES:
+                return _replay_stdio(path, session, mode, server, options, timing, report,
+                                     redact, allow_unmatched, faults, protocol_version, max_gap)
+        # recorded by another process (once): replayed like any other
+    return _replay_stdio(path, session, mode, server, options, timing, report, redact,
+                         allow_unmatched, faults, protocol_version, max_gap)
+
+
+def _replay_stdio(path: Path, session: str | None, mode: Mode, server: Sequence[str],
+                  options: MatchOptions | None, timing: float | None,
+                  report: str | os.PathLike[str] | None, redact: Any, allow_unmatched: bool,
+                  faults: Any, protocol_version: str, max_gap: float | None) -> int:
+    cassette = path
     if needs_recording(path, session, mode):
         if not server:
             raise UsageError(
