@@ -365,7 +365,8 @@ class ProcessSessionWriter:
             # marked here, not by the recorder: its threads share one interpreter, which a
             # 100 MB message keeps busy for a second
             try:
-                conn = sqlite3.connect(self.cassette_path, timeout=END_MARK_TIMEOUT,
+                conn = sqlite3.connect(os.path.abspath(self.cassette_path),
+                                       timeout=END_MARK_TIMEOUT,
                                        isolation_level=None)
                 try:
                     conn.execute(_MARK_ENDED, (schema.now_iso(), exit_code, self.session.id))
