@@ -546,7 +546,7 @@ class StdioTap:
         self._escalated = False
         self._stdin: Any = None
         self._chunk = self.recording.chunk
-        self._proc = None
+        self._proc: PipedChild | None = None
         if hasattr(self.recording, "set_pressure_callback"):
             self.recording.set_pressure_callback(self._pressure)
         self._errout = _StderrPassthrough(stderr_fd)
