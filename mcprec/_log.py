@@ -15,6 +15,8 @@ format (see ``_direct``), so it is not imported at all.
 from __future__ import annotations
 
 import sys
+
+from .terminal import safe_lines
 # typing is imported for type checkers only: at run time it cost replay's start-up ~3-5 ms
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,7 +58,7 @@ def _direct(text: str) -> bool:
     stream = sys.stderr
     if stream is not None:
         try:
-            stream.write(f"mcprec: {text}\n")
+            stream.write(f"mcprec: {safe_lines(text)}\n")
             stream.flush()
         except (OSError, ValueError):  # as logging's handler, a closed stderr is not an error
             pass
@@ -82,7 +84,14 @@ def _logger(area: str) -> Any:
                 pass
 
         handler = Stderr()
-        handler.setFormatter(logging.Formatter("mcprec: %(message)s"))
+        class Safe(logging.Formatter):
+            """``mcprec: <text>``, with control characters escaped (``terminal.safe_lines``):
+            a notice can quote a recording."""
+
+            def format(self, record: logging.LogRecord) -> str:
+                return safe_lines(super().format(record))
+
+        handler.setFormatter(Safe("mcprec: %(message)s"))
         top = logging.getLogger("mcprec")
         top.addHandler(handler)
         top.setLevel(logging.INFO)

@@ -10,6 +10,7 @@ import os
 import re
 import secrets
 from collections.abc import Sequence
+from typing import Any
 from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -44,14 +45,20 @@ def server_slug(argv: Sequence[str]) -> str:
 
 def host_slug(url: str) -> str:
     """The host of an HTTP target: ``http://api.example.com/mcp`` -> ``api-example-com``."""
-    return (urlsplit(url).hostname or "http").replace(".", "-")
+    return (_split(url).hostname or "http").replace(".", "-")
 
 
 def endpoint_slug(url: str) -> str:
     """Host and path of an HTTP target: ``http://api.example.com/v1/mcp`` ->
     ``api-example-com-v1-mcp`` (``-mcp`` when the path is ``/``)."""
-    path = urlsplit(url).path or "/"
+    path = _split(url).path or "/"
     return f"{host_slug(url)}-{path.strip('/').replace('/', '-') or 'mcp'}"
+
+
+def _split(url: str) -> Any:
+    """``urlsplit`` of a target URL as shown (``http://[REDACTED]@host/…``, which urlsplit
+    takes for a bad IPv6 literal): its userinfo is dropped first."""
+    return urlsplit(re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@", r"\1", url))
 
 
 def default_cassette(argv: Sequence[str]) -> Path:

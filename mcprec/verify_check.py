@@ -148,9 +148,11 @@ def _copy_cassette(src: Path, dst: Path) -> None:
     """A consistent copy through SQLite's backup API (a WAL it may have included)."""
     for suffix in ("", "-wal", "-shm", "-journal"):  # a stale WAL would be read as this one's
         Path(f"{dst}{suffix}").unlink(missing_ok=True)
-    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    from urllib.parse import quote
+
+    source = sqlite3.connect(f"file:{quote(str(Path(src).resolve()))}?mode=ro", uri=True)
     try:
-        target = sqlite3.connect(dst)
+        target = sqlite3.connect(os.path.abspath(dst))
         try:
             source.backup(target)
         finally:

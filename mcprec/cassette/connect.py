@@ -72,9 +72,9 @@ def connect(path: str | os.PathLike[str], *, create: bool = False,
         with contextlib.suppress(OSError):
             os.chmod(path, 0o600)
     try:
-        conn = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
+        conn = sqlite3.connect(  # absolute: a name such as file:z.db is a file, not a URI
+            os.path.abspath(path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
+            check_same_thread=False)
     except sqlite3.Error as e:
         raise CassetteError(f"cannot open cassette {path}: {e}") from e
     try:

@@ -7,6 +7,7 @@ was full.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -202,7 +203,7 @@ def mark_ended(path: Any, session_ids: Iterable[int], exit_code: Any, *,
     own = conn is None
     try:
         if conn is None:
-            conn = sqlite3.connect(path, timeout=timeout, isolation_level=None) \
+            conn = sqlite3.connect(os.path.abspath(path), timeout=timeout, isolation_level=None) \
                 if timeout is not None else connect(path, wait=False)
         try:
             for sid in session_ids:

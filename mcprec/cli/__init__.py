@@ -68,7 +68,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(0)
         where = e.ctx.command_path if e.ctx is not None else _named_command(
             sys.argv[1:] if argv is None else argv)
-        click.echo(f"mcprec: {e.format_message()} (see `{where} --help`)", err=True)
+        from ..terminal import safe_lines
+
+        click.echo(f"mcprec: {safe_lines(e.format_message())} (see `{where} --help`)", err=True)
         sys.exit(e.exit_code)
     except click.ClickException as e:
         e.show()

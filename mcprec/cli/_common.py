@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ..errors import McprecError
+from ..terminal import safe_lines
 
 
 class CommandError(click.ClickException):
@@ -20,7 +21,7 @@ class CommandError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]  # click reads it per instance
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"mcprec: {self.format_message()}", err=True)
+        click.echo(f"mcprec: {safe_lines(self.format_message())}", err=True)
 
 
 TROUBLE = 2

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ..errors import McprecError, UsageError
+from ..terminal import safe, safe_lines
 from ._common import (
     _redactor,
     open_file,
@@ -58,11 +59,11 @@ def scan(cassettes: tuple[str, ...], require: tuple[str, ...], redact_paths: tup
         except McprecError as e:
             if isinstance(e, UsageError):
                 raise  # the options are wrong: every cassette would fail alike
-            click.echo(f"mcprec: {e}", err=True)
+            click.echo(f"mcprec: {safe_lines(str(e))}", err=True)
             unreadable += 1
             continue
         for f in findings:
-            click.echo(f"{path}: {f.where}: {', '.join(f.kinds)}")
+            click.echo(safe(f"{path}: {f.where}: {', '.join(f.kinds)}"))
         dirty += bool(findings)
     if unreadable:
         if len(cassettes) > 1:
@@ -162,16 +163,14 @@ def show(cassette: str, session: str | None, as_json: bool, body: bool, with_std
             return
         if not as_json:
             server = s.server_label or "?"
-            click.echo(
-                f"session {s.name}  [{s.status}]  {s.transport}  {s.target_label}\n"
-                f"server {server}  protocol {s.protocol_version or '?'}  "
-                f"{s.message_count} messages  {human_duration_ns(s.duration_ns)}"
-            )
+            click.echo(safe(f"session {s.name}  [{s.status}]  {s.transport}  {s.target_label}"))
+            click.echo(safe(f"server {server}  protocol {s.protocol_version or '?'}  "
+                            f"{s.message_count} messages  {human_duration_ns(s.duration_ns)}"))
             manifest = c.redaction_manifests([s]).get(s.id)
             if manifest is not None:
                 from ..redact.manifest import describe
 
-                click.echo(f"redaction {describe(manifest)}")
+                click.echo(safe(f"redaction {describe(manifest)}"))
             paused = c.backpressure([s]).get(s.id)
             if paused is not None:
                 click.echo(backpressure_line(paused))
@@ -188,13 +187,13 @@ def show(cassette: str, session: str | None, as_json: bool, body: bool, with_std
             else:
                 click.echo(format_message_line(m, latency, color=color))
                 if body:
-                    click.echo("        " + m.raw.decode("utf-8", "replace"))
+                    click.echo("        " + safe(m.raw.decode("utf-8", "replace")))
         if with_stderr:
             for err in c.stderr(s):
                 if as_json:
                     click.echo(orjson.dumps({"stderr": err.line, "t_ns": err.t_ns}))
                 else:
-                    click.echo(f"{'':5}  {err.t_ns / 1e6:>10.3f} ms  ! stderr  {err.line}")
+                    click.echo(safe(f"{'':5}  {err.t_ns / 1e6:>10.3f} ms  ! stderr  {err.line}"))
         if keep is not None:
             click.echo(f"mcprec: {shown} of {s.message_count} messages match", err=True)
 
@@ -211,10 +210,10 @@ def _show_tools(c: Any, s: Any, as_json: bool) -> None:
             click.echo(orjson.dumps(tool))
         return
     if not found:
-        click.echo(f"session {s.name}: no tools/list answer recorded", err=True)
+        click.echo(safe(f"session {s.name}: no tools/list answer recorded"), err=True)
         return
     for tool in found:
-        click.echo(tool_line(tool))
+        click.echo(safe_lines(tool_line(tool)))
 
 
 @click.command()
@@ -271,8 +270,8 @@ def _export_otlp(c: Any, sessions: list[Any], url: str, headers: tuple[str, ...]
     target = OtlpTarget(url, parse_headers(headers), timeout=timeout, retries=retries)
     report = export_otlp(c, sessions, target)
     for warning in report.warnings:
-        click.echo(f"mcprec: warning: {warning}", err=True)
-    click.echo(f"exported {report.sessions} session(s) to {target.url}: {report.spans} span(s) "
+        click.echo(f"mcprec: warning: {safe_lines(warning)}", err=True)
+    click.echo(f"exported {report.sessions} session(s) to {target.shown}: {report.spans} span(s) "
                f"in {report.requests} request(s), {report.durations} duration(s)", err=True)
 
 
@@ -289,4 +288,5 @@ def import_(dump: str, cassette: str, replace: bool) -> None:
     else:
         with open_file(dump, "rb") as f:
             names = import_dump(f, cassette, replace=replace, source=dump)
-    click.echo(f"imported {len(names)} session(s) into {cassette}: {', '.join(names)}", err=True)
+    click.echo(safe(f"imported {len(names)} session(s) into {cassette}: {', '.join(names)}"),
+               err=True)

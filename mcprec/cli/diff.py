@@ -16,6 +16,7 @@ import click
 
 from ..errors import McprecError
 from ._common import CommandError, _redactor, _ServerCommand, redaction_options, trouble
+from ..terminal import safe, safe_lines
 
 EXIT_EQUAL, EXIT_DIFFERENT, EXIT_TROUBLE = 0, 1, 2
 
@@ -63,7 +64,7 @@ def resolve(config: str | None, ignore: tuple[str, ...] = (), normalize: tuple[s
 
     settings = load_config(config)
     for warning in settings.warnings:
-        click.echo(f"mcprec: warning: {warning}", err=True)
+        click.echo(f"mcprec: warning: {safe_lines(warning)}", err=True)
     specs = [*settings.normalize, *(x for x in split_specs(normalize)
                                     if x not in settings.normalize)]
     return Gate(
@@ -129,7 +130,7 @@ def emit(result: Any, fmt: str, color: bool | None, html: str | None = None, *,
 def github_output(lines: list[str], markdown: str) -> None:
     """Annotations and the Markdown on stdout; the Markdown appended to the job summary."""
     for line in lines:
-        click.echo(line)
+        click.echo(safe(line))
     if lines:
         click.echo("")
     click.echo(markdown, nl=False)
@@ -315,7 +316,8 @@ def _verify_one(cassette: Path, session: str | None, server: tuple[str, ...], ti
         run.failed = run.failed or bool(found.failed)
     if update:
         accept(cassette, v)
-        click.echo(f"mcprec: the new run is now session {v.original!r} of {cassette}", err=True)
+        click.echo(safe(f"mcprec: the new run is now session {v.original!r} of {cassette}"),
+                   err=True)
     return run
 
 
@@ -351,9 +353,9 @@ def emit_all(runs: list[Any], fmt: str, color: bool | None, *, latency: bool = F
         return
     use_color = sys.stdout.isatty() if color is None else color
     for r in runs:
-        click.echo(f"=== {r.cassette}:{r.session} ===")
+        click.echo(safe(f"=== {r.cassette}:{r.session} ==="))
         if r.error:
-            click.echo(f"mcprec: {r.error}\n")
+            click.echo(f"mcprec: {safe_lines(r.error)}\n")
         else:
             click.echo(r.result.to_text(color=use_color), nl=False, color=use_color)
             click.echo("")
@@ -383,7 +385,7 @@ def _text_all(runs: list[Any]) -> str:
     out = [f"verify --all: {_overall(runs)}"]
     for r in runs:
         verdict, detail, _ = _row(r)
-        out.append(f"  {verdict:<7} {r.cassette}:{r.session}  {detail}")
+        out.append(safe(f"  {verdict:<7} {r.cassette}:{r.session}  {detail}"))
     return "\n".join(out)
 
 
@@ -403,7 +405,7 @@ def _markdown_all(runs: list[Any]) -> str:
         body = r.result.to_markdown()  # its title one level down, under the summary
         out += ["", f"<details><summary>{r.cassette}:{r.session}</summary>", "",
                 "#" + body, "</details>"]
-    return "\n".join(out).rstrip() + "\n"
+    return safe_lines("\n".join(out).rstrip() + "\n")
 
 
 class _VerifyCommand(_ServerCommand):

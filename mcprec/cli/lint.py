@@ -83,6 +83,7 @@ def lint_command(cassettes: tuple[str, ...], session: str | None, all_sessions: 
     """
     from ..errors import McprecError
     from ..lint.model import split_selectors
+    from ..terminal import safe_lines
 
     try:
         from ..lint.api import LintOptions, lint, prepare
@@ -102,7 +103,7 @@ def lint_command(cassettes: tuple[str, ...], session: str | None, all_sessions: 
     except McprecError as e:
         raise trouble(str(e)) from e
     for warning in result.warnings:
-        click.echo(f"mcprec: warning: {warning}", err=True)
+        click.echo(f"mcprec: warning: {safe_lines(warning)}", err=True)
     text = render(result, fmt)
     if output == "-":
         click.echo(text, nl=False)

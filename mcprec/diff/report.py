@@ -142,17 +142,31 @@ def _ratio(row: LatencyRow) -> str:
 Style = Callable[[str, str], str]
 
 
-def _ansi(text: str, style: str) -> str:
-    codes = {"red": "31", "green": "32", "yellow": "33", "bold": "1", "dim": "2"}
-    return f"\x1b[{codes[style]}m{text}\x1b[0m"
-
-
 def _plain(text: str, style: str) -> str:
     return text
 
 
 def to_text(r: DiffResult, *, color: bool = False) -> str:
-    s: Style = _ansi if color else _plain
+    """The text report, terminal-safe: the recordings' strings have their control characters
+    escaped (``terminal.safe``, line by line); colour codes are added after that, at marks no
+    recording can forge (a fresh random tag)."""
+    from ..terminal import safe
+
+    if not color:
+        return "\n".join(safe(line) for line in _text_lines(r, _plain)) + "\n"
+    import secrets
+
+    tag = f"\ue000{secrets.token_hex(8)}:"
+    codes = {"red": "31", "green": "32", "yellow": "33", "bold": "1", "dim": "2"}
+
+    def mark(text: str, style: str) -> str:
+        return f"{tag}{codes[style]}\ue001{text}{tag}0\ue001"
+
+    text = "\n".join(safe(line) for line in _text_lines(r, mark)) + "\n"
+    return re.sub(re.escape(tag) + "([0-9]+)\ue001", lambda m: f"\x1b[{m[1]}m", text)
+
+
+def _text_lines(r: DiffResult, s: Style) -> list[str]:
     out = [s("mcprec diff", "bold"),
            f"  A: {r.a.label}  {r.a.server or '?'}  ({r.a.requests} requests)",
            f"  B: {r.b.label}  {r.b.server or '?'}  ({r.b.requests} requests)"]
@@ -168,7 +182,7 @@ def to_text(r: DiffResult, *, color: bool = False) -> str:
     out += _text_latency(r, s)
     verdict = _verdict(r)
     out += ["", s(f"Result: {verdict}", "green" if r.equal else "red")]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _text_summary(r: DiffResult, s: Style) -> list[str]:
@@ -267,7 +281,9 @@ def to_markdown(r: DiffResult) -> str:
     out += _md_summary(r)
     out += _md_exchanges(r)
     out += _md_latency(r)
-    return "\n".join(out).rstrip() + "\n"
+    from ..terminal import safe_lines
+
+    return safe_lines("\n".join(out).rstrip() + "\n")
 
 
 def _md_summary(r: DiffResult) -> list[str]:
@@ -367,7 +383,9 @@ def annotation(level: str, title: str, message: str, file: str | None = None) ->
     """``::error file=F,title=T::message``, escaped per GitHub's workflow-command rules."""
     props = ([f"file={escape_property(file)}"] if file else []) + [
         f"title={escape_property(title)}"]
-    return f"::{level} {','.join(props)}::{escape_data(message)}"
+    from ..terminal import safe
+
+    return safe(f"::{level} {','.join(props)}::{escape_data(message)}")
 
 
 def github_annotations(r: DiffResult, file: str | None = None, *,

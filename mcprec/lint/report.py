@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 
 from .. import __version__
+from ..terminal import safe, safe_lines
 from .api import LintResult
 from .model import Finding, severity_rank
 
@@ -15,8 +16,10 @@ _DIR = {"client_to_server": "c2s", "server_to_client": "s2c"}
 
 
 def render(result: LintResult, fmt: str) -> str:
-    return {"text": to_text, "json": to_json, "markdown": to_markdown, "github": to_github,
+    """The report in ``fmt``; text, Markdown and annotations terminal-safe (``terminal``)."""
+    text = {"text": to_text, "json": to_json, "markdown": to_markdown, "github": to_github,
             "sarif": to_sarif}[fmt](result)
+    return text if fmt in ("json", "sarif") else safe_lines(text)
 
 
 def _where(f: Finding) -> str:
@@ -45,9 +48,9 @@ def summary(result: LintResult) -> str:
 def to_text(result: LintResult) -> str:
     lines = []
     for f in result.findings:
-        lines.append(f"{f.cassette}:{f.session}: {_where(f)}: {f.code} {f.severity}: "
-                     f"{f.message}")
-        lines.append(f"    at {f.path}  [{f.rule}]")
+        lines.append(safe(f"{f.cassette}:{f.session}: {_where(f)}: {f.code} {f.severity}: "
+                          f"{f.message}"))
+        lines.append(safe(f"    at {f.path}  [{f.rule}]"))
     lines.append(summary(result))
     return "\n".join(lines) + "\n"
 

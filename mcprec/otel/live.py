@@ -113,7 +113,7 @@ class LiveExport:
         self._sending.join(max(0.0, deadline - time.monotonic()))
         lost = self.built - self.sent
         if lost:
-            _say(f"OTLP export to {self.target.url}: {lost} of {self.built} span(s) were not "
+            _say(f"OTLP export to {self.target.shown}: {lost} of {self.built} span(s) were not "
                  "delivered; the cassette has them all (`mcprec export --otlp` sends them)")
 
     # --- the reader -----------------------------------------------------------------------
@@ -183,7 +183,7 @@ class LiveExport:
             self._queue.put_nowait((kind, item))
         except queue.Full:
             self.dropped += count
-            self._failed(f"the collector at {self.target.url} is not keeping up")
+            self._failed(f"the collector at {self.target.shown} is not keeping up")
 
     # --- the sender -----------------------------------------------------------------------
 
@@ -203,7 +203,7 @@ class LiveExport:
                 except McprecError as e:
                     if kind == "spans":
                         self.dropped += len(item[1])
-                    self._failed(f"OTLP export to {self.target.url} {e}")
+                    self._failed(f"OTLP export to {self.target.shown} {e}")
         except Exception as e:  # noqa: BLE001 - telemetry must never end a recording
             self._failed(f"OTLP export stopped ({e!r})")
         finally:

@@ -87,6 +87,13 @@ class OtlpTarget:
     def endpoint(self, signal: str) -> str:
         return f"{self.url}/v1/{signal}"
 
+    @property
+    def shown(self) -> str:
+        """The URL as printed: credentials and secret query parameters redacted."""
+        from ..redact.urls import redact_url
+
+        return redact_url(self.url)
+
 
 def parse_headers(values: Iterable[str]) -> dict[str, str]:
     """``--header KEY=VALUE`` options as a dict."""
@@ -101,14 +108,17 @@ def parse_headers(values: Iterable[str]) -> dict[str, str]:
 
 def base_url(url: str) -> str:
     """The collector's base URL; one given with its ``/v1/traces`` (or metrics) path is cut."""
+    from ..redact.urls import redact_url
+
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises on a port that is not a number
     except ValueError as e:
-        raise UsageError(f"--otlp {url!r} is not a URL ({e})") from None
+        raise UsageError(f"--otlp {redact_url(url)!r} is not a URL "
+                         f"({str(e).replace(url, redact_url(url))})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(
-            f"--otlp {url!r} is not an http(s) URL; give the collector's OTLP/HTTP address, "
+            f"--otlp {redact_url(url)!r} is not an http(s) URL; give the collector's OTLP/HTTP address, "
             "e.g. http://localhost:4318"
         )
     base = url.rstrip("/")
@@ -385,10 +395,12 @@ def _deliver(sender: OtlpSender, signal: str, body: bytes, report: ExportReport)
     try:
         return sender.send(signal, body)
     except OtlpError as e:
+        from ..redact.urls import redact_text
+
         url = sender.target.endpoint(signal)
         hint = "; is the collector running, and listening there?" if e.unreachable else ""
-        raise OtlpError(
-            f"OTLP export of {signal} to {url} {e}; {report.delivered()}{hint}") from None
+        raise OtlpError(redact_text(
+            f"OTLP export of {signal} to {url} {e}; {report.delivered()}{hint}")) from None
 
 
 def export_otlp(cassette: Cassette, sessions: Iterable[Session], target: OtlpTarget, *,

@@ -182,7 +182,10 @@ def redacted_head(redact: Any, target: Any, tags: dict[str, str] | None
     """A session's target (argv or URL) and tags with secrets replaced, for its row."""
     if redact is None or not hasattr(redact, "redact_value"):
         return target, tags
-    return redact.redact_value(target), redact.redact_value(tags) if tags else tags
+    from ..redact.urls import redact_target
+
+    return (redact_target(redact.redact_value(target)),
+            redact.redact_value(tags) if tags else tags)
 
 
 def open_session_writer(

@@ -13,6 +13,7 @@ import orjson
 
 from .. import wire
 from ..cassette import plan
+from .urls import redact_target
 from ..cassette.store import Cassette
 from ..cassette.models import text_bytes
 from ..cassette.connect import write_transaction
@@ -119,12 +120,13 @@ def _redact_sessions(conn: Any, per: dict[int, Any], default: _Redactor) -> int:
         sid, values = row[0], row[1:]
         redactor = per.get(sid, default)
         new_values: list[str | None] = []
-        for v in values:
+        for c, v in zip(cols, values):
             if v is None:
                 new_values.append(v)
                 continue
-            parsed = orjson.loads(v)
-            new_values.append(orjson.dumps(redactor.redact_value(parsed)).decode())
+            parsed = redactor.redact_value(orjson.loads(v))
+            new_values.append(orjson.dumps(redact_target(parsed) if c == "target" else parsed
+                                           ).decode())
         if list(values) != new_values:
             conn.execute(f"UPDATE sessions SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ?",
                          (*new_values, sid))
@@ -175,6 +177,8 @@ def scan_cassette(path: str | os.PathLike[str], redactor: _Redactor,
                 kinds = r.scan(e.line.encode())
                 if kinds:
                     findings.append(Finding(f"session {s.name!r} stderr line", tuple(kinds)))
+            if redact_target(s.target) != s.target:  # a secret-named argument, a URL's secret
+                findings.append(Finding(f"session {s.name!r} target", ("secret in the target",)))
             head = orjson.dumps({"target": s.target, "tags": s.tags, "client": s.client_info,
                                  "server": s.server_info})
             kinds = r.scan(head)

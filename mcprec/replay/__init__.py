@@ -82,6 +82,25 @@ def replay_stdio(
     mode = Mode.parse(mode)
     check_report_path(report)
     path = Path(cassette)
+    if mode.may_record:  # processes recording one cassette take turns, as the plugin's do
+        from ..cassette.lock import cassette_lock
+
+        # the lock first, then the look: a session another process is recording exists
+        # before it is complete
+        with cassette_lock(path):
+            if needs_recording(path, session, mode) or mode is Mode.NEW_EPISODES:
+                return _replay_stdio(path, session, mode, server, options, timing, report,
+                                     redact, allow_unmatched, faults, protocol_version, max_gap)
+        # recorded by another process (once): replayed like any other
+    return _replay_stdio(path, session, mode, server, options, timing, report, redact,
+                         allow_unmatched, faults, protocol_version, max_gap)
+
+
+def _replay_stdio(path: Path, session: str | None, mode: Mode, server: Sequence[str],
+                  options: MatchOptions | None, timing: float | None,
+                  report: str | os.PathLike[str] | None, redact: Any, allow_unmatched: bool,
+                  faults: Any, protocol_version: str, max_gap: float | None) -> int:
+    cassette = path
     if needs_recording(path, session, mode):
         if not server:
             raise UsageError(
@@ -184,7 +203,9 @@ def _unmatched_status(engines: list[Any], allow: bool) -> int:
 
 def _server_stderr(line: str) -> None:
     """The recorded server's stderr, replayed on ours (as the server's would reach the client)."""
-    sys.stderr.write(line if line.endswith("\n") else line + "\n")
+    from ..terminal import safe
+
+    sys.stderr.write(safe(line.rstrip("\r\n")) + "\n")
     sys.stderr.flush()
 
 

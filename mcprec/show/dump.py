@@ -90,7 +90,13 @@ def import_dump(
     lines: Iterable[bytes], path: str | os.PathLike[str], *, replace: bool = False,
     source: str = "<dump>",
 ) -> list[str]:
-    """Read an export into the cassette at ``path`` (created if missing). Returns session names."""
+    """Read an export into the cassette at ``path`` (created if missing). Returns session names.
+
+    Every record is checked before anything is written: a bad one is a ``UsageError`` naming
+    its line, and the cassette is left as it was (not even created)."""
+    lines = list(lines)
+    for lineno, line in enumerate(lines, 1):
+        _check_record(line, lineno, source)
     cassette = Cassette.open(Path(path), create=True)
     names: list[str] = []
     writer: SessionWriter | None = None
@@ -146,6 +152,56 @@ def import_dump(
             writer.close(status="incomplete")
         cassette.close()
     return names
+
+
+_MAX_T_NS = (1 << 63) - 1
+
+
+def _check_record(line: bytes, lineno: int, source: str) -> None:
+    """One line of an export, checked as ``import_dump`` will read it (``UsageError``)."""
+    if not line.strip():
+        return
+    where = f"{source}:{lineno}"
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        raise UsageError(f"{where}: not JSON ({e}); is this an mcprec export?") from None
+    if not isinstance(obj, dict):
+        raise UsageError(f"{where}: expected a JSON object")
+    if "mcprec_export" in obj:
+        if type(obj["mcprec_export"]) is not int:
+            raise UsageError(f"{where}: mcprec_export must be a version number")
+        return
+    if "session" in obj:
+        if not isinstance(obj["session"], dict):
+            raise UsageError(f"{where}: session must be a JSON object")
+        return
+    kind = "m" if "m" in obj else "stderr" if "stderr" in obj else None
+    if kind is None:
+        return  # said by the import: unknown record
+    rec = obj[kind]
+    if not isinstance(rec, dict):
+        raise UsageError(f"{where}: {kind} must be a JSON object")
+    t_ns = rec.get("t_ns", 0)
+    if type(t_ns) is not int or not 0 <= t_ns <= _MAX_T_NS:
+        raise UsageError(f"{where}: t_ns must be a whole number of nanoseconds from 0 to "
+                         f"2^63-1, got {t_ns!r}")
+    if kind == "stderr":
+        if not isinstance(rec.get("line"), str):
+            raise UsageError(f"{where}: stderr line must be a string")
+        return
+    if "raw_b64" in rec:
+        try:
+            base64.b64decode(rec["raw_b64"], validate=True)
+        except (TypeError, ValueError):
+            raise UsageError(f"{where}: raw_b64 must be base64 text") from None
+    elif not isinstance(rec.get("raw"), str):
+        raise UsageError(f"{where}: raw must be a string (or raw_b64 base64 text), got "
+                         f"{type(rec.get('raw')).__name__}")
+    if rec.get("dir") not in _DIR_LONG:
+        raise UsageError(f"{where}: unknown direction {rec.get('dir')!r}")
+    if rec.get("http") is not None and not isinstance(rec["http"], dict):
+        raise UsageError(f"{where}: http must be a JSON object or null")
 
 
 def _start_session(

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..cassette import Cassette, Message, Session
+from ..terminal import safe
 from ..wire import CLIENT_TO_SERVER
 
 
@@ -64,14 +65,14 @@ def session_rows(sessions: Iterable[Session], unanswered: dict[int, int] | None 
     """The rows of ``mcprec sessions``; ``unanswered``: session id -> requests with no answer."""
     rows = [["NAME", "STARTED", "TARGET", "SERVER", "MSGS", "UNANS", "DURATION", "STATUS"]]
     for s in sessions:
-        target = s.target_label
+        target = safe(s.target_label)
         if len(target) > 40:
             target = target[:37] + "..."
-        rows.append([
+        rows.append([safe(cell) for cell in (
             s.name, s.started_at[:19].replace("T", " "), target, s.server_label or "-",
             str(s.message_count), str((unanswered or {}).get(s.id, 0)),
             human_duration_ns(s.duration_ns), s.status,
-        ])
+        )])
     return rows
 
 
@@ -114,7 +115,8 @@ def timeline(cassette: Cassette, session: Session) -> Iterator[tuple[Message, in
 
 def format_message_line(m: Message, latency_ns: int | None, *, color: bool = False) -> str:
     if m.http and m.http.get("synthetic"):  # a transport failure the recorder noted
-        line = f"{m.seq:>5}  {m.t_ns / 1e6:>10.3f} ms  ! {m.http.get('error', 'transport error')}"
+        line = safe(f"{m.seq:>5}  {m.t_ns / 1e6:>10.3f} ms  "
+                    f"! {m.http.get('error', 'transport error')}")
         if color:
             import click
 
@@ -130,6 +132,7 @@ def format_message_line(m: Message, latency_ns: int | None, *, color: bool = Fal
         f"{m.seq:>5}  {t}  {arrow} {who}  {m.kind:<12}  {method:<32}  {ident:<10}  "
         f"{human_bytes(m.size):>9}  {lat}"
     ).rstrip()
+    line = safe(line)
     if m.truncated is not None:
         line += f"  [truncated: {human_bytes(m.truncated)} on the wire]"
     if not color:

@@ -29,6 +29,7 @@ import orjson
 
 from ..errors import McprecError, ReplayError, ServerStartError, UsageError
 from ..matching import MatchOptions
+from ..cassette.lock import cassette_lock as cassette_lock  # where it was
 from ..modes import Mode
 
 
@@ -246,42 +247,6 @@ def _take(misses: list[tuple[str, str, str]], rid: str, method: str) -> str | No
             del misses[i]
             return text
     return None
-
-
-@contextlib.contextmanager
-def cassette_lock(cassette: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold an exclusive lock on ``<cassette>.lock`` for the block, waiting for it if another
-    process holds it: processes that record the same cassette (pytest-xdist workers) take turns.
-    The lock file is removed on the way out. Without ``fcntl`` (Windows) it does not lock."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    path = Path(cassette)
-    lock = path.with_name(path.name + ".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            # the holder before us may have removed the file we waited on: lock the new one
-            held = os.fstat(fd)
-            now = os.stat(lock)
-            if (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino):
-                break
-        except FileNotFoundError:
-            pass
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            lock.unlink()  # before the lock goes, so that no one waits on a removed file
-        os.close(fd)
 
 
 @contextlib.asynccontextmanager

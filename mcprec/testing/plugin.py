@@ -311,7 +311,8 @@ def mcprec_server(
 ) -> Iterator[Any]:
     """A ``ReplayServer``: ``.params`` for the mcp SDK's ``stdio_client``, ``.argv`` for others."""
     from ..replay import needs_recording
-    from . import cassette_lock, replay_server
+    from ..cassette.lock import cassette_lock
+    from . import replay_server
 
     kwargs = _marker_kwargs(request)
     cassette, mode = mcprec_cassette, mcprec_mode
@@ -375,7 +376,7 @@ def mcprec_http_server(
     """A running ``mcprec replay --http`` for this test's cassette or, when the mode records, a
     recording proxy in front of the real HTTP server; ``.url`` is the endpoint either way."""
     from ..replay import needs_recording
-    from . import cassette_lock
+    from ..cassette.lock import cassette_lock
 
     kwargs = _marker_kwargs(request)
     cassette, mode = mcprec_cassette, mcprec_mode

@@ -47,10 +47,11 @@ class UpstreamTarget:
             user, _, password = userinfo.partition(":")
             token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
             self.authorization = f"Basic {token}".encode()
-            self.url = f"{parts.scheme}://[REDACTED]@{hostport}{rest}"
-        else:
-            self.url = f"{parts.scheme}://{hostport}{rest}"
-        """The URL as shown and stored: credentials replaced by ``[REDACTED]``."""
+        from ..redact.urls import redact_url
+
+        self.url = redact_url(f"{parts.scheme}://{'x@' if at else ''}{hostport}{rest}")
+        """The URL as shown and stored: credentials and secret query parameters replaced by
+        ``[REDACTED]`` (``mcprec.redact.urls``); the connection uses the parts above."""
 
 
 class UpstreamError(Exception):

@@ -343,6 +343,11 @@ class PipedChild:
     def send_signal(self, sig: int) -> None:
         self._popen.send_signal(sig)  # nothing once it has been reaped
 
+    def signal_group(self, sig: int) -> None:
+        """``sig`` to the server's process group (its own session): its children too."""
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            os.killpg(self._popen.pid, sig)
+
     def get_returncode(self) -> int | None:
         return self._popen.returncode
 
@@ -513,8 +518,8 @@ class StdioTap:
     def _escalate(self, sig: int) -> None:
         if self._exited.is_set() or self._proc is None:
             return
-        with contextlib.suppress(ProcessLookupError, OSError):
-            self._proc.send_signal(sig)
+        self._escalated = True  # the whole group: children that outlive the server too
+        self._proc.signal_group(sig)
         if sig == signal.SIGTERM:
             loop = asyncio.get_running_loop()
             loop.call_later(self.kill_timeout, self._escalate, signal.SIGKILL)
@@ -538,9 +543,10 @@ class StdioTap:
         self._exited = asyncio.Event()
         self._stdout_eof = asyncio.Event()
         self._client_closed = False
+        self._escalated = False
         self._stdin: Any = None
         self._chunk = self.recording.chunk
-        self._proc = None
+        self._proc: PipedChild | None = None
         if hasattr(self.recording, "set_pressure_callback"):
             self.recording.set_pressure_callback(self._pressure)
         self._errout = _StderrPassthrough(stderr_fd)
@@ -597,6 +603,8 @@ class StdioTap:
             self.client.restore()
             self._errout.close()
             transport.close()
+            if self._escalated:  # the server had to be stopped: none of its group is left
+                transport.signal_group(signal.SIGKILL)
         code = transport.get_returncode()
         if code is None:
             code = 1
