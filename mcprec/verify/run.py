@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 
-from . import _log
-from .cassette import Cassette, open_session_writer
-from .errors import ServerStartError, UsageError
-from .record import check_command
-from .redact import Redactor
-from .replay.driver import DEFAULT_TIMEOUT_S, DriveResult, drive_http, drive_stdio
-from .replay.playback import check_replayable
+from .. import _log
+from ..cassette import Cassette, open_session_writer
+from ..errors import ServerStartError, UsageError
+from ..record import check_command
+from ..redact import Redactor
+from ..replay.playback import check_replayable
+from .client import DEFAULT_TIMEOUT_S, DriveResult, drive_http, drive_stdio
 
 
 @dataclass
@@ -30,7 +30,7 @@ class Verification:
 def _session_rules(redact: Redactor | None, c: Cassette, s: Any) -> Redactor:
     """The rules given, plus those the reference session was redacted with (its manifest):
     the new run is redacted alike, so that the two compare."""
-    from .redact_manifest import redactor_like
+    from ..redact_manifest import redactor_like
 
     return redactor_like(redact, c, s)
 
@@ -110,49 +110,3 @@ def refs(cassette: str | os.PathLike[str], v: Verification) -> tuple[str, str]:
 
 __all__ = ["Verification", "accept", "refs", "run_verification"]
 
-
-# --- verify --all -----------------------------------------------------------------------------
-
-
-def expand_cassettes(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """Cassette files, and the ``*.db`` files under directories (sorted); each once."""
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = sorted(x for x in p.rglob("*.db") if x.is_file())
-            if not found:
-                raise UsageError(f"no cassettes (*.db) under {p}")
-            out += found
-        elif not p.exists():
-            raise UsageError(f"no such cassette: {p}")
-        else:
-            out.append(p)
-    return list(dict.fromkeys(out))
-
-
-def reference_sessions(cassette: str | os.PathLike[str]) -> list[str]:
-    """The sessions of a cassette that are not verification runs, oldest first."""
-    with Cassette.open(cassette) as c:
-        return [s.name for s in c.sessions() if "verify_of" not in s.tags]
-
-
-@dataclass
-class Run:
-    """One reference session of ``verify --all``: its verification and diff, or what failed."""
-
-    cassette: Path
-    session: str
-    verification: Verification | None = None
-    result: Any = None
-    """The ``DiffResult``."""
-    error: str | None = None
-    failed: bool = False
-    """The gate (``--fail-on``...) failed, or a request went unanswered, or lint found."""
-
-    @property
-    def status(self) -> str:
-        return "error" if self.error else "different" if self.failed else (
-            "equal" if self.result is not None and self.result.equal else "passed")
-
-
-__all__ += ["Run", "expand_cassettes", "reference_sessions"]
