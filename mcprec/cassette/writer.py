@@ -767,6 +767,7 @@ def open_session_writer(
     target: Any,
     tags: dict[str, str] | None = None,
     redact: Redactor | None = None,
+    started_at: str | None = None,
 ) -> SessionWriter:
     """Create (or open) the cassette, add a session and start its writer."""
     from ..redact_manifest import for_recording
@@ -776,7 +777,8 @@ def open_session_writer(
         redact, manifest = for_recording(redact, cassette)
         target, tags = redacted_head(redact, target, tags)
         session = cassette.create_session(
-            name, transport=transport, target=target, tags=tags, recorder_pid=os.getpid()
+            name, transport=transport, target=target, tags=tags, recorder_pid=os.getpid(),
+            started_at=started_at,
         )
         if manifest is not None:
             cassette.set_redaction_manifest(session, manifest)

@@ -18,11 +18,12 @@ from typing import Any
 
 
 from .. import _log, wire
-from ..cassette import Cassette, Message, Session, SessionWriter
+from ..cassette import Cassette, Message, Session
 from ..cassette.writer import AUTO
 from ..errors import ServerStartError
 from ..transports.http_client import HTTPClientError, StreamableHTTPClient
 from ..transports.stdio import end_process
+from .pending import PendingRun
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -39,6 +40,8 @@ class DriveResult:
     its connection was refused), or None."""
     stderr_tail: list[str] = field(default_factory=list)
     """The server's last stderr lines (stdio)."""
+    hung: bool = False
+    """The server did not answer the first request in time (it was then stopped)."""
 
 
 class Driver:
@@ -48,7 +51,7 @@ class Driver:
     server to ``_from_server``.
     """
 
-    def __init__(self, cassette: Cassette, session: Session, writer: SessionWriter, *,
+    def __init__(self, cassette: Cassette, session: Session, writer: PendingRun, *,
                  timeout: float = DEFAULT_TIMEOUT_S) -> None:
         self.cassette = cassette
         self.session = session
@@ -88,6 +91,9 @@ class Driver:
                     and m.kind in (wire.RESPONSE, wire.ERROR)}
         expected = [m.rpc_id for m in messages if m.direction == wire.CLIENT_TO_SERVER
                     and m.kind == wire.REQUEST and m.seq in answered and m.rpc_id is not None]
+        first = next((m for m in messages if m.direction == wire.CLIENT_TO_SERVER
+                      and m.kind == wire.REQUEST and m.seq in answered), None)
+        watchdog: asyncio.Task[None] | None = None
         await self._start()
         try:
             for m in messages:
@@ -101,12 +107,28 @@ class Driver:
                     self._answers.setdefault(m.rpc_id, asyncio.get_running_loop().create_future())
                 await self._send(m.raw)
                 self.result.sent += 1
+                if m is first and m.rpc_id is not None:  # sent on as recorded meanwhile
+                    watchdog = asyncio.get_running_loop().create_task(self._first_answer(m))
             for rid in expected:  # a request cancelled in the recording was never answered
                 await self._wait_answer(rid)
+            if watchdog is not None:
+                await watchdog
         finally:
+            if watchdog is not None and not watchdog.done():
+                watchdog.cancel()
             await self._stop()
         self.result.gone = self._gone
         return self.result
+
+    async def _first_answer(self, m: Message) -> None:
+        """A server that does not answer the session's first request (``initialize``, or a
+        stateless session's first) within the timeout is hung: nothing more is sent."""
+        assert m.rpc_id is not None
+        await self._wait_answer(m.rpc_id)
+        if m.rpc_id in self.result.timed_out:
+            self.result.hung = True
+            self._lost(f"did not answer {m.method or 'the first request'} within "
+                       f"{self.timeout:g} s")
 
     async def _wait_answer(self, rid: str) -> None:
         fut = self._answers.get(rid)
@@ -115,7 +137,8 @@ class Driver:
         try:
             await asyncio.wait_for(asyncio.shield(fut), self.timeout)
         except asyncio.TimeoutError:
-            self.result.timed_out.append(rid)
+            if rid not in self.result.timed_out:
+                self.result.timed_out.append(rid)
 
     async def _from_server(self, raw: bytes, http: dict[str, Any] | None = None,
                            context: str | None = AUTO) -> None:
@@ -153,7 +176,7 @@ class StdioDriver(Driver):
     """The mock client over stdio: spawns the server ``argv``."""
 
     def __init__(self, cassette: Cassette, session: Session, argv: Sequence[str],
-                 writer: SessionWriter, *, timeout: float = DEFAULT_TIMEOUT_S,
+                 writer: PendingRun, *, timeout: float = DEFAULT_TIMEOUT_S,
                  env: dict[str, str] | None = None) -> None:
         super().__init__(cassette, session, writer, timeout=timeout)
         self.argv = list(argv)
@@ -201,7 +224,7 @@ class StdioDriver(Driver):
         proc = self._proc
         assert proc is not None
         self._stopping = True
-        await end_process(proc)
+        await end_process(proc, grace=1.0 if self._gone else 5.0)
         for task in self._tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                 await asyncio.wait_for(task, 2.0)
@@ -211,7 +234,7 @@ class StdioDriver(Driver):
 class HTTPDriver(Driver):
     """The mock client over Streamable HTTP: POSTs each message to ``url``."""
 
-    def __init__(self, cassette: Cassette, session: Session, url: str, writer: SessionWriter,
+    def __init__(self, cassette: Cassette, session: Session, url: str, writer: PendingRun,
                  *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
         super().__init__(cassette, session, writer, timeout=timeout)
         self.url = url
@@ -290,13 +313,13 @@ def _answers_seen_before(messages: list[Message]) -> dict[int, list[str]]:
     return out
 
 
-def drive_stdio(cassette: Cassette, session: Session, argv: Sequence[str], writer: SessionWriter,
+def drive_stdio(cassette: Cassette, session: Session, argv: Sequence[str], writer: PendingRun,
                 *, timeout: float = DEFAULT_TIMEOUT_S) -> DriveResult:
     """Run the mock client over stdio to completion (blocking)."""
     return asyncio.run(StdioDriver(cassette, session, argv, writer, timeout=timeout).run())
 
 
-def drive_http(cassette: Cassette, session: Session, url: str, writer: SessionWriter,
+def drive_http(cassette: Cassette, session: Session, url: str, writer: PendingRun,
                *, timeout: float = DEFAULT_TIMEOUT_S) -> DriveResult:
     """Run the mock client over Streamable HTTP to completion (blocking)."""
     return asyncio.run(HTTPDriver(cassette, session, url, writer, timeout=timeout).run())

@@ -12,12 +12,13 @@ from typing import Any
 
 
 from .. import _log
-from ..cassette import Cassette, open_session_writer
+from ..cassette import Cassette
 from ..errors import ServerStartError, UsageError
 from ..record import check_command
 from ..redact import Redactor
 from ..replay.playback import check_replayable
 from .client import DEFAULT_TIMEOUT_S, DriveResult, drive_http, drive_stdio
+from .pending import PendingRun
 
 
 @dataclass
@@ -56,28 +57,25 @@ def run_verification(
     with Cassette.open(path) as c:
         s = c.session(session) if session is not None else _latest_reference(c)
         check_replayable(c, s)
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        name = f"{s.name}-verify-{stamp}"
+        rules = _session_rules(redact, c, s)
+        pending = PendingRun()  # the cassette is written only once the run completed
+        result = (drive_http(c, s, target, pending, timeout=timeout) if target
+                  else drive_stdio(c, s, server, pending, timeout=timeout))
+        if result.gone is not None:
+            who = target if target else server[0]
+            code = (f" (exit code {result.exit_code})" if result.exit_code and not result.hung
+                    else "")
+            said = (f"; its stderr ended: {result.stderr_tail[-1]}" if result.stderr_tail
+                    else "")
+            raise ServerStartError(f"verify: the server {who} {result.gone}{code}{said}")
         for old in c.sessions():  # keep one verification run per reference: the new one
             if old.tags.get("verify_of") == s.name:
                 c.delete_session(old.name)
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        name = f"{s.name}-verify-{stamp}"
-        writer = open_session_writer(
-            path, name, transport="http" if target else "stdio",
-            target=target if target else list(server),
-            tags={"verify_of": s.name}, redact=_session_rules(redact, c, s),
-        )
-        result: DriveResult | None = None
-        try:
-            result = (drive_http(c, s, target, writer, timeout=timeout) if target
-                      else drive_stdio(c, s, server, writer, timeout=timeout))
-        finally:
-            writer.close(exit_code=result.exit_code if result else None,
-                         status="complete" if result else "incomplete")
-    if result.gone is not None:
-        who = target if target else server[0]
-        code = f" (exit code {result.exit_code})" if result.exit_code else ""
-        said = f"; its stderr ended: {result.stderr_tail[-1]}" if result.stderr_tail else ""
-        raise ServerStartError(f"verify: the server {who} {result.gone}{code}{said}")
+    pending.store(path, name, transport="http" if target else "stdio",
+                  target=target if target else list(server), tags={"verify_of": s.name},
+                  redact=rules, exit_code=result.exit_code)
     for rid in result.timed_out:
         _log.warning("verify", f"verify: no answer to request id={rid} within {timeout:g} s")
     for method in result.server_requests_unanswerable:
