@@ -13,7 +13,7 @@ from typing import Any
 from ..cassette import Cassette
 from ..errors import McprecError, UsageError
 from .gate import Gate
-from .run import Verification, accept, run_verification
+from .run import Verification, accept, describe, run_verification
 
 
 def expand_cassettes(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -86,6 +86,7 @@ def verify_one(cassette: Path, session: str | None, server: Sequence[str], *, ga
 
         run.lint = lint([str(cassette)], session=v.new)
         run.failed = run.failed or bool(run.lint.failed)
+    describe(result, cassette, v, server, target, failed=run.failed)
     if update:
         accept(cassette, v)
     return run

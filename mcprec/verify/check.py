@@ -109,7 +109,7 @@ def _loop_running() -> bool:
 
 
 def _run(s: VerifySettings, workdir: Path) -> Outcome:
-    from .run import accept, run_verification
+    from .run import accept, describe, run_verification
 
     if s.update:
         from ..testing import cassette_lock
@@ -127,7 +127,9 @@ def _run(s: VerifySettings, workdir: Path) -> Outcome:
                              timeout=s.timeout)
         result = s.gate.compare(copy, v.original, v.new)
     failure = None
-    if s.gate.fails(result, v.drive.timed_out):
+    failed = s.gate.fails(result, v.drive.timed_out)
+    describe(result, s.cassette, v, s.server, s.target, failed=failed)
+    if failed:
         fail_on = s.gate.fail_on
         how = "" if fail_on == "any" else f" (fail_on={fail_on!r})"
         head = (f"mcprec_verify: the server's behaviour differs from session {v.original!r} "

@@ -102,9 +102,18 @@ def accept(cassette: str | os.PathLike[str], v: Verification) -> None:
                                          if k != "verify_of"})
 
 
+def describe(result: Any, cassette: str | os.PathLike[str], v: Verification,
+             server: Sequence[str], target: str | None, *, failed: bool) -> None:
+    """Mark ``result`` (a ``DiffResult``) as this verification's, for its reports: what was
+    verified, against which reference, and the exit status the gate gave."""
+    result.verify = {"server": None if target else list(server), "target": target,
+                     "reference": f"{cassette}:{v.original}", "new_session": v.new,
+                     "exit_status": 1 if failed else 0}
+
+
 def refs(cassette: str | os.PathLike[str], v: Verification) -> tuple[str, str]:
     return f"{cassette}:{v.original}", f"{cassette}:{v.new}"
 
 
-__all__ = ["Verification", "accept", "refs", "run_verification"]
+__all__ = ["Verification", "accept", "describe", "refs", "run_verification"]
 
