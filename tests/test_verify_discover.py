@@ -65,3 +65,48 @@ def test_verify_sees_the_version_of_server_discover(recorded: Path, tmp_path: Pa
     assert out.returncode == code, text + out.stderr.decode()
     if code:
         assert "serverInfo" in text and "5.0.0" in text
+
+
+def test_verify_a_stateless_http_server_sends_the_recorded_protocol_headers(
+        tmp_path: Path) -> None:
+    """A 2026-07-28 session recorded over HTTP (the SDK's Client against its stateless server):
+    verify sends each request's MCP-Protocol-Version, Mcp-Method and Mcp-Name as recorded, and
+    the unchanged server verifies equal (exit 0)."""
+    from http_helpers import start_proxy, start_sdk_http
+
+    cassette = tmp_path / "h.db"
+    server = start_sdk_http("--stateless", "--json-response")
+    try:
+        proxy = start_proxy(server.url, cassette, "s")
+        try:
+            async def drive() -> None:
+                from mcp.client import Client
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    async with Client(proxy.url, mode="2026-07-28") as c:
+                        await c.list_tools()
+                        await c.call_tool("add", {"a": 2, "b": 3})
+
+            asyncio.run(drive())
+        finally:
+            proxy.stop()
+        from mcprec.cassette import open_cassette
+
+        with open_cassette(cassette) as c:
+            sent = [m for m in c.messages(c.session("s")) if m.kind == "request"]
+        assert sent and "initialize" not in [m.method for m in sent]
+        assert any("mcp-method" in {k.lower() for k in (m.http or {}).get("headers", {})}
+                   for m in sent)
+        out = run_mcprec("verify", str(cassette), "-s", "s", "--target", server.url)
+        text = out.stdout.decode()
+        assert out.returncode == 0, text + out.stderr.decode()
+        with open_cassette(cassette) as c:
+            run = [s for s in c.sessions() if s.tags.get("verify_of") == "s"][0]
+            again = [m for m in c.messages(run) if m.kind == "request"]
+        for m in again:
+            headers = {k.lower(): v for k, v in (m.http or {}).get("headers", {}).items()}
+            assert headers.get("mcp-protocol-version") == "2026-07-28", m.method
+            assert headers.get("mcp-method") == m.method
+    finally:
+        server.stop()

@@ -75,7 +75,8 @@ class Driver:
     async def _start(self) -> None:
         raise NotImplementedError
 
-    async def _send(self, raw: bytes) -> None:
+    async def _send(self, raw: bytes, recorded: Message | None = None) -> None:
+        """Send ``raw`` (``recorded``: the recorded client message it plays, if one)."""
         raise NotImplementedError
 
     async def _stop(self) -> None:
@@ -105,7 +106,7 @@ class Driver:
                     break
                 if m.kind == wire.REQUEST and m.rpc_id is not None:
                     self._answers.setdefault(m.rpc_id, asyncio.get_running_loop().create_future())
-                await self._send(m.raw)
+                await self._send(m.raw, m)
                 self.result.sent += 1
                 if m is first and m.rpc_id is not None:  # sent on as recorded meanwhile
                     watchdog = asyncio.get_running_loop().create_task(self._first_answer(m))
@@ -196,7 +197,7 @@ class StdioDriver(Driver):
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._read()), loop.create_task(self._read_stderr())]
 
-    async def _send(self, raw: bytes) -> None:
+    async def _send(self, raw: bytes, recorded: Message | None = None) -> None:
         assert self._proc is not None and self._proc.stdin is not None
         self.writer.message(wire.CLIENT_TO_SERVER, raw)
         try:
@@ -246,26 +247,28 @@ class HTTPDriver(Driver):
     async def _start(self) -> None:
         await self._http.open()
 
-    async def _send(self, raw: bytes) -> None:
+    async def _send(self, raw: bytes, recorded: Message | None = None) -> None:
         self._exchanges += 1
         exchange = self._exchanges
-        self.writer.message(wire.CLIENT_TO_SERVER, raw, http={"exchange": exchange,
-                                                             "method": "POST"})
+        headers = protocol_headers(recorded)
+        self.writer.message(wire.CLIENT_TO_SERVER, raw, http={
+            "exchange": exchange, "method": "POST", **({"headers": headers} if headers else {})})
         c = wire.classify(raw)
-        task = asyncio.get_running_loop().create_task(self._post(raw, c, exchange))
+        task = asyncio.get_running_loop().create_task(self._post(raw, c, exchange, headers))
         self._posts.add(task)
         task.add_done_callback(self._posts.discard)
         if c.method == "initialize":
             await task  # the session id and protocol version come with its answer
 
-    async def _post(self, raw: bytes, c: wire.Classified, exchange: int) -> None:
+    async def _post(self, raw: bytes, c: wire.Classified, exchange: int,
+                    headers: dict[str, str] | None = None) -> None:
         rid = c.rpc_id if c.kind == wire.REQUEST else None
 
         async def received(data: bytes, how: dict[str, Any]) -> None:
             await self._from_server(data, {"exchange": exchange, **how}, context=rid)
 
         try:
-            reply = await self._http.post(raw, received)
+            reply = await self._http.post(raw, received, headers)
         except HTTPClientError as e:
             if c.kind == wire.REQUEST:  # refused, reset, timed out: no answer will come
                 self._lost(f"could not be reached: {e.reason}")
@@ -293,6 +296,20 @@ class HTTPDriver(Driver):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._get
         await self._http.close()
+
+
+PROTOCOL_HEADERS = ("mcp-protocol-version", "mcp-method", "mcp-name")
+"""The request headers a revision's server reads (2026-07-28: ``Mcp-Method`` and ``Mcp-Name`` on
+every request, ``MCP-Protocol-Version`` without an ``initialize``): sent as recorded."""
+
+
+def protocol_headers(recorded: Message | None) -> dict[str, str]:
+    """The protocol headers the recorded client sent with ``recorded`` (over HTTP)."""
+    http = recorded.http if recorded is not None else None
+    sent = http.get("headers") if isinstance(http, dict) else None
+    if not isinstance(sent, dict):
+        return {}
+    return {k.lower(): str(v) for k, v in sent.items() if k.lower() in PROTOCOL_HEADERS}
 
 
 def _answers_seen_before(messages: list[Message]) -> dict[int, list[str]]:
