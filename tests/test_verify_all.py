@@ -110,7 +110,9 @@ def test_github_format_annotates_each_cassette(copies: SimpleNamespace, tmp_path
     assert out.returncode == 1
     stdout = out.stdout.decode()
     lines = [x for x in stdout.splitlines() if x.startswith("::")]
-    assert lines and all(x.startswith("::warning ") for x in lines)
+    notices = [x for x in lines if x.startswith("::notice ")]  # one per session: what it is
+    assert len(notices) == 3 and all("exit status 1" in x for x in notices)
+    assert all(x.startswith(("::warning ", "::notice ")) for x in lines)
     files = {x.split("file=", 1)[1].split(",", 1)[0] for x in lines}
     assert files == {str(copies.a), str(copies.b)}
     markdown = summary.read_text()

@@ -201,3 +201,27 @@ def test_no_server(mcprec_verify):
     result = project.runpytest(*INNER_ARGS)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*mcprec_verify needs the server under test*"])
+
+
+LATENCY_CONFIG = ('[diff]\nnormalize = ["timestamps", "uuids", "order"]\n'
+                  'fail-on-latency = true\n{extra}'
+                  '[diff.normalizers]\norder = "ORD-[0-9]+"\n')
+
+
+@pytest.mark.parametrize("extra, outcome", [
+    ("", "failed"),
+    ("latency-min-ms = 60000\n", "passed"),
+    ("latency-threshold = 1e9\n", "passed"),
+])
+def test_latency_settings_of_the_config_gate_the_test(project: pytest.Pytester,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      extra: str, outcome: str) -> None:
+    """[diff] latency-threshold and latency-min-ms decide a latency regression from a test as
+    they do for `mcprec verify` (one gate): a 300 ms slower lookup fails, unless they allow it."""
+    monkeypatch.setenv("MCPREC_TEST_CLOCK_DELAY_MS", "300")
+    (project.path / "mcprec.toml").write_text(LATENCY_CONFIG.format(extra=extra))
+    project.makepyfile(CALL_FORM.replace("{args}", ""))
+    result = project.runpytest(*INNER_ARGS)
+    result.assert_outcomes(**{outcome: 1})
+    if outcome == "failed":
+        result.stdout.fnmatch_lines(["*mcprec_verify: the server's behaviour differs*"])

@@ -273,7 +273,7 @@ def test_verify_html(browser: Any, cassette: Path, tmp_path: Path) -> None:
     r = run_mcprec("verify", str(cassette), "-s", "v1", "--html", str(out), "--",
                    sys.executable, str(SDK_SERVER), timeout=120)
     assert r.returncode in (0, 1), r.stderr
-    assert b"mcprec diff" in r.stdout  # the text report, as before
+    assert r.stdout.startswith(b"mcprec verify\n")  # the text report, headed as verify
     page = Page(browser, (out.as_uri(),))
     tab = page.tab
     tab.goto(out.as_uri())

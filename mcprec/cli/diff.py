@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ..errors import McprecError
-from ._common import CommandError, _redactor, _ServerCommand, redaction_options, trouble
+from ..verify.gate import FAIL_ON, Gate
 from ..terminal import safe, safe_lines
+from ._common import CommandError, _redactor, _ServerCommand, redaction_options, trouble
 
 EXIT_EQUAL, EXIT_DIFFERENT, EXIT_TROUBLE = 0, 1, 2
 
@@ -24,32 +24,6 @@ EXIT_EQUAL, EXIT_DIFFERENT, EXIT_TROUBLE = 0, 1, 2
 
 
 FORMATS = ["text", "json", "markdown", "html", "github"]
-FAIL_ON = ["breaking", "warning", "any"]
-
-
-@dataclass
-class Gate:
-    """The diff settings of one command: its options over the config file's ``[diff]``."""
-
-    ignore: tuple[str, ...] = ()
-    normalize: Any = None
-    """A ``Normalizer``."""
-    surface_only: bool = False
-    fail_on: str = "any"
-    fail_on_latency: bool = False
-    latency_threshold: float = 1.5
-    latency_min_ms: float = 5.0
-
-    def diff(self, a: str, b: str | None) -> Any:
-        from ..diff import diff
-
-        return diff(a, b, ignore=self.ignore, normalize=self.normalize,
-                    surface_only=self.surface_only, latency_threshold=self.latency_threshold,
-                    latency_min_ms=self.latency_min_ms)
-
-    def exit_code(self, result: Any) -> int:
-        failed = result.fails(self.fail_on, fail_on_latency=self.fail_on_latency)
-        return EXIT_DIFFERENT if failed else EXIT_EQUAL
 
 
 def resolve(config: str | None, ignore: tuple[str, ...] = (), normalize: tuple[str, ...] = (),
@@ -57,26 +31,19 @@ def resolve(config: str | None, ignore: tuple[str, ...] = (), normalize: tuple[s
             fail_on_latency: bool | None = None, latency_threshold: float | None = None,
             latency_min_ms: float | None = None) -> Gate:
     """The command line over the config file (``--config``, else ./mcprec.toml and
-    ./pyproject.toml): ignores and normalizers add up, the rest the command line decides."""
-    from ..diff import load_config
-    from ..diff.api import DEFAULT_LATENCY_MIN_MS, DEFAULT_LATENCY_THRESHOLD
-    from ..normalize import Normalizer, split_specs
+    ./pyproject.toml), as ``verify.gate.resolve``; the config's warnings on stderr."""
+    from ..verify.gate import resolve as resolve_gate
 
-    settings = load_config(config)
-    for warning in settings.warnings:
+    gate = resolve_gate(config, ignore=ignore, normalize=normalize, fail_on=fail_on,
+                        surface_only=surface_only, fail_on_latency=fail_on_latency,
+                        latency_threshold=latency_threshold, latency_min_ms=latency_min_ms)
+    for warning in gate.warnings:
         click.echo(f"mcprec: warning: {safe_lines(warning)}", err=True)
-    specs = [*settings.normalize, *(x for x in split_specs(normalize)
-                                    if x not in settings.normalize)]
-    return Gate(
-        ignore=(*settings.ignore, *(p for p in ignore if p not in settings.ignore)),
-        normalize=Normalizer.build(specs, settings.normalizers),
-        surface_only=bool(_first(surface_only, settings.surface_only, False)),
-        fail_on=_first(fail_on, settings.fail_on, "any"),
-        fail_on_latency=bool(_first(fail_on_latency, settings.fail_on_latency, False)),
-        latency_threshold=_first(latency_threshold, settings.latency_threshold,
-                                 DEFAULT_LATENCY_THRESHOLD),
-        latency_min_ms=_first(latency_min_ms, settings.latency_min_ms, DEFAULT_LATENCY_MIN_MS),
-    )
+    return gate
+
+
+def exit_code(gate: Gate, result: Any) -> int:
+    return EXIT_DIFFERENT if gate.fails(result) else EXIT_EQUAL
 
 
 def _run(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
@@ -87,14 +54,13 @@ def _run(a: str, b: str | None, ignore: tuple[str, ...], config: str | None,
     """Diff, print the report, return the exit status; errors become ``CommandError``
     (exit 2). Also used by ``mcprec verify``. ``html``: also write the report as one HTML
     page there."""
-    from ..errors import McprecError
 
     try:
         gate = resolve(config, ignore, normalize, fail_on, surface_only, fail_on_latency,
                        latency_threshold, latency_min_ms)
         result = gate.diff(a, b)
         emit(result, fmt, color, html, latency=gate.fail_on_latency)
-        return gate.exit_code(result)
+        return exit_code(gate, result)
     except McprecError as e:
         raise trouble(str(e)) from e
     except KeyboardInterrupt:
@@ -147,10 +113,6 @@ def write_file(path: str, text: str, *, append: bool = False) -> None:
         raise trouble(f"cannot write {path}: {e.strerror}") from e
 
 
-def _first(*values: Any) -> Any:
-    return next(v for v in values if v is not None)
-
-
 def gate_options(f: Any) -> Any:
     """``--fail-on``, ``--surface-only``, ``--normalize``: shared by diff and verify."""
     f = click.option(
@@ -165,7 +127,7 @@ def gate_options(f: Any) -> Any:
         help="Compare the listed surface alone (server facts, tools, resources, templates, "
              "prompts), not call results or latency.")(f)
     f = click.option(
-        "--fail-on", "fail_on", type=click.Choice(FAIL_ON), default=None,
+        "--fail-on", "fail_on", type=click.Choice(list(FAIL_ON)), default=None,
         help="What makes the exit status 1: any difference (default), a warning or worse "
              "(e.g. a changed description or result), or only a breaking change.")(f)
     return f
@@ -246,13 +208,18 @@ def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], 
     """Verify one session (``-s``, default the latest reference) or, with ``all_sessions``,
     every reference session of every cassette given; report; return the exit status (0 all
     passed, 1 a session failed the gate, 2 a session could not be verified)."""
-    from ..verify import Run, expand_cassettes, reference_sessions
+    from ..verify.all import plan, verify_all, verify_one
 
+    options = dict(gate=gate, timeout=timeout, target=target, redact=redact,
+                   lint_run=lint_run, update=update)
     if not all_sessions:
         if extra:
             raise trouble("several cassettes need --all")
-        run = _verify_one(Path(cassette), session, server, timeout, target, gate, redact,
-                          lint_run, update, single=True)
+        try:
+            run = verify_one(Path(cassette), session, server, **options)  # type: ignore[arg-type]
+        except McprecError as e:
+            raise trouble(str(e)) from e
+        _after(run, update)
         emit(run.result, fmt, color, html, latency=gate.fail_on_latency)
         return EXIT_DIFFERENT if run.failed else EXIT_EQUAL
     if session is not None:
@@ -262,94 +229,43 @@ def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], 
     if fmt == "html" or html is not None:
         raise trouble("--all makes one summary of many sessions: use --format "
                                "text, markdown, github or json (not html)")
-    from ..errors import McprecError
-
     try:
-        cassettes = expand_cassettes([cassette, *extra])
-        plan = [(c, s) for c in cassettes for s in reference_sessions(c)]
+        planned = plan([cassette, *extra])
     except McprecError as e:
         raise trouble(str(e)) from e
-    if not plan:
-        raise trouble("no recorded sessions to verify in "
-                               + ", ".join(str(c) for c in cassettes))
-    runs: list[Run] = []
-    for c, s in plan:
-        try:
-            runs.append(_verify_one(c, s, server, timeout, target, gate, redact, lint_run,
-                                    update, single=False))
-        except McprecError as e:
-            runs.append(Run(c, s, error=str(e)))
-        except CommandError as e:
-            runs.append(Run(c, s, error=e.format_message()))
+    runs = verify_all(planned, server, **options)  # type: ignore[arg-type]
+    for run in runs:
+        _after(run, update)
     emit_all(runs, fmt, color, latency=gate.fail_on_latency)
     if any(r.error for r in runs):
         return EXIT_TROUBLE
     return EXIT_DIFFERENT if any(r.failed for r in runs) else EXIT_EQUAL
 
 
-def _verify_one(cassette: Path, session: str | None, server: tuple[str, ...], timeout: float,
-                target: str | None, gate: Gate, redact: Any, lint_run: bool, update: bool, *,
-                single: bool) -> Any:
-    from ..errors import McprecError
-    from ..verify import Run, accept, refs, run_verification
-
-    try:
-        v = run_verification(cassette, list(server), target=target, session=session,
-                             timeout=timeout, redact=redact)
-    except McprecError as e:
-        if single:
-            raise trouble(str(e)) from e
-        raise
-    a, b = refs(cassette, v)
-    try:
-        result = gate.diff(a, b)
-    except McprecError as e:
-        raise trouble(str(e)) from e
-    run = Run(cassette, v.original, v, result)
-    run.failed = gate.exit_code(result) != EXIT_EQUAL or bool(v.drive.timed_out)
-    if lint_run:
-        from ..lint.api import lint
+def _after(run: Any, update: bool) -> None:
+    """What a run leaves to say on stderr: its lint findings, that it was accepted."""
+    if run.lint is not None:
         from ..lint.report import render
 
-        found = lint([str(cassette)], session=v.new)
-        click.echo(render(found, "text"), err=True, nl=False)
-        run.failed = run.failed or bool(found.failed)
-    if update:
-        accept(cassette, v)
-        click.echo(safe(f"mcprec: the new run is now session {v.original!r} of {cassette}"),
-                   err=True)
-    return run
+        click.echo(render(run.lint, "text"), err=True, nl=False)
+    if update and run.verification is not None:
+        click.echo(safe(f"mcprec: the new run is now session {run.session!r} of "
+                        f"{run.cassette}"), err=True)
 
 
 def emit_all(runs: list[Any], fmt: str, color: bool | None, *, latency: bool = False) -> None:
     """The report of ``verify --all``: each session's diff, then one summary."""
-    from ..diff.report import annotation, github_annotations, to_dict
+    from ..verify.all import github_lines, json_summary, markdown_summary, text_summary
 
     if fmt == "json":
-        import json
-
-        click.echo(json.dumps({
-            "format": "mcprec-verify-all", "version": 1, "verdict": _overall(runs),
-            "runs": [{"cassette": str(r.cassette), "session": r.session, "status": r.status,
-                      "error": r.error, "failed": r.failed,
-                      "new_session": r.verification.new if r.verification else None,
-                      "diff": to_dict(r.result) if r.result is not None else None}
-                     for r in runs],
-        }, indent=2, default=str, ensure_ascii=False))
+        click.echo(json_summary(runs))
         return
     if fmt in ("markdown", "github"):
-        md = _markdown_all(runs)
+        md = markdown_summary(runs)
         if fmt == "markdown":
             click.echo(md, nl=False)
-            return
-        lines: list[str] = []
-        for r in runs:
-            if r.error:
-                lines.append(annotation("error", f"mcprec verify: {r.session}", r.error,
-                                        str(r.cassette)))
-            elif r.result is not None:
-                lines += github_annotations(r.result, str(r.cassette), latency=latency)
-        github_output(lines, md)
+        else:
+            github_output(github_lines(runs, latency=latency), md)
         return
     use_color = sys.stdout.isatty() if color is None else color
     for r in runs:
@@ -359,53 +275,7 @@ def emit_all(runs: list[Any], fmt: str, color: bool | None, *, latency: bool = F
         else:
             click.echo(r.result.to_text(color=use_color), nl=False, color=use_color)
             click.echo("")
-    click.echo(_text_all(runs))
-
-
-def _overall(runs: list[Any]) -> str:
-    n = len(runs)
-    bad = sum(1 for r in runs if r.failed)
-    err = sum(1 for r in runs if r.error)
-    parts = [f"{n - bad - err} passed"] + ([f"{bad} failed"] if bad else []) + (
-        [f"{err} could not be verified"] if err else [])
-    return f"{n} session(s): " + ", ".join(parts)
-
-
-def _row(r: Any) -> tuple[str, str, str]:
-    if r.error:
-        return "ERROR", r.error, ""
-    counts = r.result.counts
-    detail = ", ".join(f"{counts[k]} {k}" for k in ("breaking", "warning", "compatible")
-                       if counts[k])
-    verdict = "FAILED" if r.failed else ("EQUAL" if r.result.equal else "passed")
-    return verdict, detail or "no differences", str(len(r.result.exchanges))
-
-
-def _text_all(runs: list[Any]) -> str:
-    out = [f"verify --all: {_overall(runs)}"]
-    for r in runs:
-        verdict, detail, _ = _row(r)
-        out.append(safe(f"  {verdict:<7} {r.cassette}:{r.session}  {detail}"))
-    return "\n".join(out)
-
-
-def _markdown_all(runs: list[Any]) -> str:
-    from ..diff.report import _cell, _code
-
-    failed = any(r.failed or r.error for r in runs)
-    out = [f"## {'❌' if failed else '✅'} mcprec verify --all: {_overall(runs)}", "",
-           "| cassette | session | result | findings |", "|---|---|---|---|"]
-    for r in runs:
-        verdict, detail, _ = _row(r)
-        out.append(f"| {_cell(_code(str(r.cassette)))} | {_cell(_code(r.session))} | "
-                   f"{verdict} | {_cell(detail)} |")
-    for r in runs:
-        if r.result is None or r.result.equal:
-            continue
-        body = r.result.to_markdown()  # its title one level down, under the summary
-        out += ["", f"<details><summary>{r.cassette}:{r.session}</summary>", "",
-                "#" + body, "</details>"]
-    return safe_lines("\n".join(out).rstrip() + "\n")
+    click.echo(text_summary(runs))
 
 
 class _VerifyCommand(_ServerCommand):

@@ -209,6 +209,10 @@ class DiffResult:
     """The normalizers applied (``--normalize``), as their specs."""
     surface_only: bool = False
     """Only the server facts and the catalogs were compared (``--surface-only``)."""
+    verify: dict[str, Any] | None = None
+    """Set when the diff is a verification's (``mcprec verify``): ``server`` (the command) or
+    ``target`` (the URL), ``reference`` (``CASSETTE:SESSION``), ``new_session`` and
+    ``exit_status``; the reports then say so."""
 
     @property
     def breaking(self) -> list[Change]:

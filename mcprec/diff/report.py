@@ -27,7 +27,7 @@ def to_dict(r: DiffResult) -> dict[str, Any]:
         "breaking": len(r.breaking), "severity": r.severity, "counts": r.counts,
         "latency_regressions": len(r.latency_regressions),
         "warnings": r.warnings, "ignore": list(r.ignore), "normalize": list(r.normalize),
-        "surface_only": r.surface_only,
+        "surface_only": r.surface_only, "verify": r.verify,
         "summary": r.summary.to_dict(), "stats": r.stats.to_dict(),
         "exchanges": [e.to_dict() for e in r.exchanges],
         "moved": [c.to_dict() for c in r.moved],
@@ -167,9 +167,12 @@ def to_text(r: DiffResult, *, color: bool = False) -> str:
 
 
 def _text_lines(r: DiffResult, s: Style) -> list[str]:
-    out = [s("mcprec diff", "bold"),
-           f"  A: {r.a.label}  {r.a.server or '?'}  ({r.a.requests} requests)",
-           f"  B: {r.b.label}  {r.b.server or '?'}  ({r.b.requests} requests)"]
+    v = r.verify
+    out = [s("mcprec verify" if v else "mcprec diff", "bold")]
+    if v:
+        out.append(f"  {_verify_what(v)}, against the reference {v['reference']}")
+    out += [f"  A: {r.a.label}  {r.a.server or '?'}  ({r.a.requests} requests)",
+            f"  B: {r.b.label}  {r.b.server or '?'}  ({r.b.requests} requests)"]
     out += [s(f"warning: {w}", "yellow") for w in r.warnings]
     if r.ignore:
         out.append(f"  ignoring: {', '.join(r.ignore)}")
@@ -182,7 +185,28 @@ def _text_lines(r: DiffResult, s: Style) -> list[str]:
     out += _text_latency(r, s)
     verdict = _verdict(r)
     out += ["", s(f"Result: {verdict}", "green" if r.equal else "red")]
+    if v:
+        out.append(f"Exit status: {_exit_status(v)}")
     return out
+
+
+def _verify_what(v: dict[str, Any]) -> str:
+    """What was verified: ``server: python srv.py`` or ``target: URL``."""
+    if v.get("target"):
+        return f"target: {v['target']}"
+    return "server: " + " ".join(_shell_word(str(x)) for x in v.get("server") or ())
+
+
+def _shell_word(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
+
+
+def _exit_status(v: dict[str, Any]) -> str:
+    code = v.get("exit_status")
+    meaning = {0: "passed", 1: "failed"}.get(code, "") if isinstance(code, int) else ""
+    return f"{code} ({meaning})" if meaning else str(code)
 
 
 def _text_summary(r: DiffResult, s: Style) -> list[str]:
@@ -264,9 +288,15 @@ def _cell(text: str) -> str:
 
 def to_markdown(r: DiffResult) -> str:
     icon = "✅" if r.equal else ("❌" if r.severity == "breaking" else "⚠️")
-    out = [f"## {icon} mcprec diff: {_code(r.a.label)} → {_code(r.b.label)}", "",
-           f"**{_verdict(r)}**", "",
-           "| | A | B |", "|---|---|---|",
+    v = r.verify
+    if v:
+        out = [f"## {icon} mcprec verify: {_code(r.a.label)} → {_code(r.b.label)}", "",
+               f"{_cell(_verify_what(v))}, against the reference {_code(v['reference'])}", "",
+               f"**{_verdict(r)}**, exit status {_exit_status(v)}", ""]
+    else:
+        out = [f"## {icon} mcprec diff: {_code(r.a.label)} → {_code(r.b.label)}", "",
+               f"**{_verdict(r)}**", ""]
+    out += ["| | A | B |", "|---|---|---|",
            f"| session | {_cell(_code(r.a.session))} | {_cell(_code(r.b.session))} |",
            f"| server | {_cell(r.a.server or '?')} | {_cell(r.b.server or '?')} |",
            f"| requests | {r.a.requests} | {r.b.requests} |", ""]
@@ -417,12 +447,18 @@ def github_annotations(r: DiffResult, file: str | None = None, *,
             "warning", f"mcprec: slower: {row.key}",
             f"p50 {_ms(row.p50_a_ms)} → {_ms(row.p50_b_ms)} ms ({_ratio(row)}) ({pair})",
             where)))
+    tool = "mcprec verify" if r.verify else "mcprec diff"
     for w in r.warnings:
-        found.append((1, annotation("warning", "mcprec diff", w, where)))
+        found.append((1, annotation("warning", tool, w, where)))
+    if r.verify:  # first: what this is
+        v = r.verify
+        found.append((-1, annotation(
+            "notice", "mcprec verify", f"{_verify_what(v)}, against the reference "
+            f"{v['reference']}: {_verdict(r)}; exit status {_exit_status(v)}", where)))
     found.sort(key=lambda t: t[0])
     out = [line for _, line in found[:MAX_ANNOTATIONS]]
     if len(found) > MAX_ANNOTATIONS:
-        out.append(annotation("warning", "mcprec diff",
+        out.append(annotation("warning", tool,
                               f"... and {len(found) - MAX_ANNOTATIONS} more findings: see the "
                               "job summary", where))
     return out

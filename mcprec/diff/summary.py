@@ -61,14 +61,27 @@ def _order(c: Change) -> tuple[int, int, str, str]:
 def server_facts(side: Side, answer: Answer) -> dict[str, Any]:
     """protocolVersion, serverInfo, capabilities, instructions: from the handshake's answer
     (ignores applied), else from the session row."""
+    s = side.session
     for request in side.requests:
         if request.method in HANDSHAKES:
             result = (answer(side, request) or {}).get("result")
             if isinstance(result, dict):
-                return _facts(result)
-    s = side.session
+                facts = _facts(result)
+                if facts["serverInfo"] is None:  # server/discover: in the protocol's _meta,
+                    # which the comparable form leaves out (reported here, once)
+                    facts["serverInfo"] = plain(_meta_server_info(side, request)
+                                                or s.server_info)
+                return facts
     return {"protocolVersion": s.protocol_version, "serverInfo": s.server_info,
             "capabilities": s.server_capabilities, "instructions": s.instructions}
+
+
+def _meta_server_info(side: Side, request: Message) -> Any:
+    message = side.answers.get(request.seq)
+    obj = message.json if message is not None else None
+    result = obj.get("result") if isinstance(obj, dict) else None
+    meta = result.get("_meta") if isinstance(result, dict) else None
+    return meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
 
 
 def _facts(result: dict[str, Any]) -> dict[str, Any]:

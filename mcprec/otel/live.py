@@ -1,7 +1,7 @@
 """Spans while recording: the recorder process's hook, never on the forwarding path.
 
 ``MCPREC_OTLP=URL mcprec record ...`` (and ``MCPREC_OTLP_HEADERS="key=value,..."``) makes the
-recorder process (``cassette/recorder_process.py``) start a ``LiveExport``. The recorder only tells it
+recorder process (``record/child.py``) start a ``LiveExport``. The recorder only tells it
 which sessions it committed rows for and which it closed; two threads of its own do the rest:
 
     reader   reads the committed rows on its own connection, builds the spans (``spans.py``)

@@ -34,7 +34,7 @@ class SessionWriter:
     """Records one session into a cassette from a background thread.
 
     Thread-safe producers: ``message`` and ``stderr_line`` may be called from any thread.
-    (``mcprec record`` uses a recorder process instead: see ``recorder_process.py``.)
+    (``mcprec record`` uses a recorder process instead: see ``process.py`` and ``child.py``.)
     """
 
     def __init__(
@@ -196,6 +196,7 @@ def open_session_writer(
     target: Any,
     tags: dict[str, str] | None = None,
     redact: Redactor | None = None,
+    started_at: str | None = None,
 ) -> SessionWriter:
     """Create (or open) the cassette, add a session and start its writer."""
     from ..redact.manifest import for_recording
@@ -205,7 +206,8 @@ def open_session_writer(
         redact, manifest = for_recording(redact, cassette)
         target, tags = redacted_head(redact, target, tags)
         session = cassette.create_session(
-            name, transport=transport, target=target, tags=tags, recorder_pid=os.getpid()
+            name, transport=transport, target=target, tags=tags, recorder_pid=os.getpid(),
+            started_at=started_at,
         )
         if manifest is not None:
             cassette.set_redaction_manifest(session, manifest)

@@ -482,7 +482,7 @@ class Verifier:
         fail_on="breaking", normalize=["timestamps"], ...)``: the marker's arguments, with
         these over them."""
         from ..errors import McprecError
-        from ..verify_check import run, settings
+        from ..verify.check import run, settings
 
         self.calls += 1
         request = self._request

@@ -79,15 +79,17 @@ class StreamableHTTPClient:
             h["mcp-protocol-version"] = self.protocol_version
         return h
 
-    async def post(self, raw: bytes, on_message: OnMessage) -> Reply:
-        """POST one message; each message of the response to ``on_message`` as it arrives."""
+    async def post(self, raw: bytes, on_message: OnMessage,
+                   headers: dict[str, str] | None = None) -> Reply:
+        """POST one message; each message of the response to ``on_message`` as it arrives.
+        ``headers``: this request's own (over the session's)."""
         import httpx
 
         from .sse import SSEParser
 
         try:
             async with self._http.stream("POST", self.url, content=raw,
-                                         headers=self.headers()) as resp:
+                                         headers={**self.headers(), **(headers or {})}) as resp:
                 sid = resp.headers.get("mcp-session-id")
                 if sid and not self.session_id:
                     self.session_id = sid

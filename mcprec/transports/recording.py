@@ -3,8 +3,8 @@
 A transport is a byte pump plus reports to a ``SessionRecording``, one per recorded session:
 a stream transport (stdio) reports raw chunks as read, and the recording cuts them into
 messages; a message transport (HTTP) reports whole messages with their HTTP details. Both
-cassette writers fit (``cassette.recorder_process.ProcessSessionWriter``, which ``mcprec record`` uses,
-and ``cassette.writer.SessionWriter``), so a new transport is a module reporting to this plus a
+cassette writers fit (``record.process.ProcessSessionWriter``, which ``mcprec record`` uses,
+and ``record.writer.SessionWriter``), so a new transport is a module reporting to this plus a
 driver in ``record``. This module imports nothing at run time: replay imports the transports
 and must start quickly.
 """
@@ -45,7 +45,7 @@ class SessionRecording(Protocol):
                 http: dict[str, Any] | None = None, context: str | None = ...) -> None:
         """One message as it was on the wire. ``http``: how it travelled (exchange, status,
         headers, SSE event id...). ``context``: the id text of the request it belongs to, None
-        for none; left out, the recorder infers it (``cassette.writer.AUTO``)."""
+        for none; left out, the recorder infers it (``record.recorder.AUTO``)."""
         ...
 
     def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:

@@ -142,7 +142,8 @@ def diff_html(result: DiffResult, *, redact: Redactor | None = None) -> str:
         da.guard_diff(d)
         f.out["diffs"]["1:2"] = d
         f.out["start"] = "#/diff?a=1&b=2"
-        return static_page(f.out, f"mcprec diff: {a.label} → {b.label}")
+        tool = "mcprec verify" if result.verify else "mcprec diff"
+        return static_page(f.out, f"{tool}: {a.label} → {b.label}")
 
 
 def write_diff_html(out: str | os.PathLike[str], result: DiffResult, *,

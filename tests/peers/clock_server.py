@@ -9,6 +9,7 @@ Environment:
       instead of "accepted", and ``lookup``'s description changes (models read it).
   MCPREC_TEST_CLOCK_VARIANT=v3   ``lookup`` gains a required input ``region`` (breaking).
   MCPREC_TEST_CLOCK_VARIANT=v4   a tool ``today`` is added (compatible), nothing else changes.
+  MCPREC_TEST_CLOCK_DELAY_MS=N   ``lookup`` answers N ms later (a latency regression).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ else:
                               if VARIANT == "v2" else "Look up a record by its id."))
     def lookup(id: str, at: str) -> str:
         """The answer depends on neither the id nor the time: a client sends fresh ones."""
+        time.sleep(float(os.environ.get("MCPREC_TEST_CLOCK_DELAY_MS", "0")) / 1000)
         return "record found"
 
 

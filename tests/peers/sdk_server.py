@@ -63,7 +63,7 @@ async def paginate(ctx: Any, call_next: Any) -> Any:
 
 server = MCPServer(
     name="mcprec-test-server",
-    version="2.0.0" if V2 else "1.0.0",
+    version=os.environ.get("MCPREC_TEST_SERVER_VERSION") or ("2.0.0" if V2 else "1.0.0"),
     instructions="A deterministic server for mcprec's tests.",
     middleware=[paginate],
 )

@@ -129,5 +129,9 @@
     return [s.server && s.server.name, s.server && s.server.version].filter(Boolean).join(" ");
   }
 
-  Object.assign(V, { FILE, api, sessions, serverLabel });
+  /** In a file of one report (diff --format html, verify --html): that report, else null. */
+  const staticDiff = FILE && FILE.diffs && Object.keys(FILE.diffs).length
+    ? (a, b) => FILE.diffs[`${a}:${b}`] || null : null;
+
+  Object.assign(V, { FILE, api, sessions, serverLabel, staticDiff });
 })();

@@ -19,9 +19,11 @@
       if (selA.value && selB.value) go(`#/diff?a=${selA.value}&b=${selB.value}`);
     } }, "Compare");
     const out = h("div.diff-out");
+    const fixed = V.staticDiff && V.staticDiff(a, b);  // a page of one report: nothing to pick
     main.replaceChildren(h("section.page",
-      h("div.page-head", h("h1", "Diff"), h("span.dim", "what changed in the server's behaviour from A to B")),
-      h("div.toolbar", selA, h("span", "→"), selB, compare), out));
+      h("div.page-head", h("h1", fixed && fixed.verify ? "Verify" : "Diff"),
+        h("span.dim", fixed && fixed.verify ? "the server under test against a recorded session" : "what changed in the server's behaviour from A to B")),
+      fixed ? null : h("div.toolbar", selA, h("span", "→"), selB, compare), out));
     if (!a || !b) {
       out.appendChild(h("p.empty", "Pick two sessions to compare."));
       return null;
@@ -33,17 +35,31 @@
     return null;
   }
 
+  // a change's or an exchange's severity, as the CLI and JSON say it: one source (d.counts,
+  // c.severity, e.severity), three badges
+  const SEVERITY = { breaking: "BREAKING", warning: "WARNING", compatible: "compatible" };
+  const severityBadge = (sev) => sev ? h(`span.badge.sev-${sev}`, { dataset: { severity: sev } }, SEVERITY[sev] || sev) : null;
+
+  function verifyHead(v) {
+    const what = v.target ? ["target ", h("code", v.target)] : ["server ", h("code", (v.server || []).join(" "))];
+    return h("p.verify-head", { dataset: { exitStatus: String(v.exit_status) } },
+      "mcprec verify: ", ...what, ", against the reference ", h("code", v.reference),
+      ` — exit status ${v.exit_status}${v.exit_status === 0 ? " (passed)" : v.exit_status === 1 ? " (failed)" : ""}`);
+  }
+
   function diffReport(d, a, b, open) {
     const equal = d.equal;
-    const compatible = d.summary.changes.length - d.breaking;
+    const counts = d.counts || { breaking: d.breaking, warning: 0, compatible: d.summary.changes.length - d.breaking };
     const parts = [];
-    if (d.breaking) parts.push(`${d.breaking} breaking change${d.breaking === 1 ? "" : "s"}`);
-    if (compatible) parts.push(`${compatible} compatible change${compatible === 1 ? "" : "s"}`);
-    if (d.exchanges.length) parts.push(`${d.exchanges.length} exchange${d.exchanges.length === 1 ? "" : "s"} differ`);
+    for (const sev of ["breaking", "warning", "compatible"]) {
+      if (counts[sev]) parts.push(`${counts[sev]} ${sev} change${counts[sev] === 1 ? "" : "s"}`);
+    }
+    if (d.exchanges.length) parts.push(`(${d.exchanges.length} exchange${d.exchanges.length === 1 ? "" : "s"} differ)`);
     if (d.latency_regressions) parts.push(`${d.latency_regressions} latency regression${d.latency_regressions === 1 ? "" : "s"}`);
     const verdict = equal ? `EQUAL${d.ignore.length ? ` after ignoring ${d.ignore.length} path(s)` : ""}` : `DIFFERENT: ${parts.join(", ")}`;
     return h("div.diff",
-      h(`div.verdict.${equal ? "equal" : d.breaking ? "breaking" : "different"}`, { role: "status" }, verdict),
+      d.verify ? verifyHead(d.verify) : null,
+      h(`div.verdict.${equal ? "equal" : d.severity === "breaking" ? "breaking" : "different"}`, { role: "status", dataset: { severity: d.severity || "" } }, verdict),
       d.warnings.length ? h("ul.warnings", d.warnings.map((w) => h("li", w))) : null,
       h("table.sides", h("thead", h("tr", h("th", ""), h("th", "A"), h("th", "B"))), h("tbody",
         h("tr", h("th", "session"), h("td", h("a", { href: `#/s/${a}` }, d.a.session)), h("td", h("a", { href: `#/s/${b}` }, d.b.session))),
@@ -66,7 +82,7 @@
       if (!changes.length) continue;
       box.appendChild(h("h3", CATEGORY[cat]));
       box.appendChild(h("ul.changes", changes.map((c) => h(`li.change.${c.kind === "added" ? "added" : c.kind === "removed" ? "removed" : "changed"}`,
-        c.breaking ? h("span.badge.breaking", "BREAKING") : h("span.badge.compatible", "compatible"), " ",
+        severityBadge(c.severity || (c.breaking ? "breaking" : "compatible")), " ",
         c.name ? h("code", c.name) : null, c.name ? ": " : "", c.message))));
     }
     for (const n of d.summary.notes) box.appendChild(h("p.dim", `Note: ${n}`));
@@ -100,7 +116,7 @@
             history.replaceState(null, "", `#/diff?a=${a}&b=${b}&x=${i}`);
           }
         } },
-        h("span.mark", mark), " ", h("span.m", e.label || "(outside any request)"),
+        h("span.mark", mark), " ", h("span.m", e.label || "(outside any request)"), severityBadge(e.severity),
         h("span.dim", ` ${e.seq_a !== null ? `A #${e.seq_a}` : ""}${e.seq_a !== null && e.seq_b !== null ? ", " : ""}${e.seq_b !== null ? `B #${e.seq_b}` : ""}`),
         e.differences.length ? h("span.badge", `${e.differences.length} path${e.differences.length === 1 ? "" : "s"}`) : null),
         notes.length ? h("ul.notes", notes.map((n) => h("li", n))) : null,

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from ..errors import UsageError
+from .gate import FAIL_ON, Gate, resolve
 
 OPTIONS = ("cassette", "server", "target", "session", "ignore", "normalize", "fail_on",
            "surface_only", "fail_on_latency", "timeout", "update", "check")
@@ -30,12 +31,8 @@ class VerifySettings:
     server: Sequence[str] = ()
     target: str | None = None
     session: str | None = None
-    ignore: tuple[str, ...] = ()
-    normalize: tuple[str, ...] = ()
-    normalizers: dict[str, str] = field(default_factory=dict)
-    fail_on: str = "any"
-    surface_only: bool = False
-    fail_on_latency: bool = False
+    gate: Gate = field(default_factory=Gate)
+    """The diff settings and the pass/fail rule, as ``mcprec verify`` builds them."""
     timeout: float = 30.0
     update: bool = False
     check: bool = True
@@ -43,33 +40,34 @@ class VerifySettings:
 
 def settings(cassette: Path, given: dict[str, Any], config_dir: Path) -> VerifySettings:
     """The project's ``[diff]`` config (in ``config_dir``) under the marker's and the call's
-    arguments (``given``); ignores and normalizers add up."""
-    from .diff import load_config
-
+    arguments (``given``), as ``mcprec verify``'s options over it: ignores and normalizers add
+    up."""
     unknown = sorted(set(given) - set(OPTIONS))
     if unknown:
         raise UsageError(f"unknown mcprec_verify arguments: {', '.join(unknown)}; known: "
                          f"{', '.join(OPTIONS)}")
-    config = load_config(cwd=config_dir)
-    fail_on = given.get("fail_on") or config.fail_on or "any"
-    if fail_on not in ("breaking", "warning", "any"):
-        raise UsageError(f"mcprec_verify: fail_on must be breaking, warning or any; got "
-                         f"{fail_on!r}")
     server = given.get("server") or ()
     if isinstance(server, (str, os.PathLike)):
         raise UsageError("mcprec_verify: server is the server's argv, a list "
                          "(e.g. [sys.executable, 'server.py'])")
+    fail_on = given.get("fail_on") or None
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise UsageError(f"mcprec_verify: fail_on must be breaking, warning or any; got "
+                         f"{fail_on!r}")
+    gate = resolve(cwd=config_dir, ignore=_strings(given.get("ignore")),
+                   normalize=_strings(given.get("normalize")), fail_on=fail_on,
+                   surface_only=_flag(given.get("surface_only")),
+                   fail_on_latency=_flag(given.get("fail_on_latency")))
     return VerifySettings(
         cassette=cassette, server=[str(x) for x in server], target=given.get("target"),
-        session=given.get("session"),
-        ignore=(*config.ignore, *_strings(given.get("ignore"))),
-        normalize=(*config.normalize, *_strings(given.get("normalize"))),
-        normalizers=dict(config.normalizers), fail_on=fail_on,
-        surface_only=bool(given.get("surface_only", config.surface_only or False)),
-        fail_on_latency=bool(given.get("fail_on_latency", config.fail_on_latency or False)),
+        session=given.get("session"), gate=gate,
         timeout=float(given.get("timeout", 30.0)), update=bool(given.get("update", False)),
         check=bool(given.get("check", True)),
     )
+
+
+def _flag(value: Any) -> bool | None:
+    return None if value is None else bool(value)
 
 
 def _strings(value: Any) -> tuple[str, ...]:
@@ -111,19 +109,15 @@ def _loop_running() -> bool:
 
 
 def _run(s: VerifySettings, workdir: Path) -> Outcome:
-    from .diff import diff_sessions
-    from .normalize import Normalizer
-    from .verify import accept, run_verification
+    from .run import accept, describe, run_verification
 
-    normalizer = Normalizer.build(s.normalize, s.normalizers)  # bad input: before any work
     if s.update:
-        from .testing import cassette_lock
+        from ..cassette.lock import cassette_lock
 
         with cassette_lock(s.cassette):
             v = run_verification(s.cassette, list(s.server), target=s.target,
                                  session=s.session, timeout=s.timeout)
-            result = diff_sessions(s.cassette, v.original, s.cassette, v.new, ignore=s.ignore,
-                                   normalize=normalizer, surface_only=s.surface_only)
+            result = s.gate.compare(s.cassette, v.original, v.new)
             accept(s.cassette, v)
     else:
         workdir.mkdir(parents=True, exist_ok=True)
@@ -131,11 +125,13 @@ def _run(s: VerifySettings, workdir: Path) -> Outcome:
         _copy_cassette(s.cassette, copy)
         v = run_verification(copy, list(s.server), target=s.target, session=s.session,
                              timeout=s.timeout)
-        result = diff_sessions(copy, v.original, copy, v.new, ignore=s.ignore,
-                               normalize=normalizer, surface_only=s.surface_only)
+        result = s.gate.compare(copy, v.original, v.new)
     failure = None
-    if result.fails(s.fail_on, fail_on_latency=s.fail_on_latency) or v.drive.timed_out:
-        how = "" if s.fail_on == "any" else f" (fail_on={s.fail_on!r})"
+    failed = s.gate.fails(result, v.drive.timed_out)
+    describe(result, s.cassette, v, s.server, s.target, failed=failed)
+    if failed:
+        fail_on = s.gate.fail_on
+        how = "" if fail_on == "any" else f" (fail_on={fail_on!r})"
         head = (f"mcprec_verify: the server's behaviour differs from session {v.original!r} "
                 f"of {s.cassette}{how}")
         if v.drive.timed_out:

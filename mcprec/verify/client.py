@@ -19,11 +19,11 @@ from typing import Any
 
 from .. import _log, wire
 from ..cassette import Cassette, Message, Session
-from ..record.writer import SessionWriter
-from ..record.writer import AUTO
+from ..record.recorder import AUTO
 from ..errors import ServerStartError
 from ..transports.http_client import HTTPClientError, StreamableHTTPClient
 from ..transports.stdio import end_process
+from .pending import PendingRun
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -40,6 +40,8 @@ class DriveResult:
     its connection was refused), or None."""
     stderr_tail: list[str] = field(default_factory=list)
     """The server's last stderr lines (stdio)."""
+    hung: bool = False
+    """The server did not answer the first request in time (it was then stopped)."""
 
 
 class Driver:
@@ -49,7 +51,7 @@ class Driver:
     server to ``_from_server``.
     """
 
-    def __init__(self, cassette: Cassette, session: Session, writer: SessionWriter, *,
+    def __init__(self, cassette: Cassette, session: Session, writer: PendingRun, *,
                  timeout: float = DEFAULT_TIMEOUT_S) -> None:
         self.cassette = cassette
         self.session = session
@@ -73,7 +75,8 @@ class Driver:
     async def _start(self) -> None:
         raise NotImplementedError
 
-    async def _send(self, raw: bytes) -> None:
+    async def _send(self, raw: bytes, recorded: Message | None = None) -> None:
+        """Send ``raw`` (``recorded``: the recorded client message it plays, if one)."""
         raise NotImplementedError
 
     async def _stop(self) -> None:
@@ -89,6 +92,9 @@ class Driver:
                     and m.kind in (wire.RESPONSE, wire.ERROR)}
         expected = [m.rpc_id for m in messages if m.direction == wire.CLIENT_TO_SERVER
                     and m.kind == wire.REQUEST and m.seq in answered and m.rpc_id is not None]
+        first = next((m for m in messages if m.direction == wire.CLIENT_TO_SERVER
+                      and m.kind == wire.REQUEST and m.seq in answered), None)
+        watchdog: asyncio.Task[None] | None = None
         await self._start()
         try:
             for m in messages:
@@ -100,14 +106,30 @@ class Driver:
                     break
                 if m.kind == wire.REQUEST and m.rpc_id is not None:
                     self._answers.setdefault(m.rpc_id, asyncio.get_running_loop().create_future())
-                await self._send(m.raw)
+                await self._send(m.raw, m)
                 self.result.sent += 1
+                if m is first and m.rpc_id is not None:  # sent on as recorded meanwhile
+                    watchdog = asyncio.get_running_loop().create_task(self._first_answer(m))
             for rid in expected:  # a request cancelled in the recording was never answered
                 await self._wait_answer(rid)
+            if watchdog is not None:
+                await watchdog
         finally:
+            if watchdog is not None and not watchdog.done():
+                watchdog.cancel()
             await self._stop()
         self.result.gone = self._gone
         return self.result
+
+    async def _first_answer(self, m: Message) -> None:
+        """A server that does not answer the session's first request (``initialize``, or a
+        stateless session's first) within the timeout is hung: nothing more is sent."""
+        assert m.rpc_id is not None
+        await self._wait_answer(m.rpc_id)
+        if m.rpc_id in self.result.timed_out:
+            self.result.hung = True
+            self._lost(f"did not answer {m.method or 'the first request'} within "
+                       f"{self.timeout:g} s")
 
     async def _wait_answer(self, rid: str) -> None:
         fut = self._answers.get(rid)
@@ -116,7 +138,8 @@ class Driver:
         try:
             await asyncio.wait_for(asyncio.shield(fut), self.timeout)
         except asyncio.TimeoutError:
-            self.result.timed_out.append(rid)
+            if rid not in self.result.timed_out:
+                self.result.timed_out.append(rid)
 
     async def _from_server(self, raw: bytes, http: dict[str, Any] | None = None,
                            context: str | None = AUTO) -> None:
@@ -154,7 +177,7 @@ class StdioDriver(Driver):
     """The mock client over stdio: spawns the server ``argv``."""
 
     def __init__(self, cassette: Cassette, session: Session, argv: Sequence[str],
-                 writer: SessionWriter, *, timeout: float = DEFAULT_TIMEOUT_S,
+                 writer: PendingRun, *, timeout: float = DEFAULT_TIMEOUT_S,
                  env: dict[str, str] | None = None) -> None:
         super().__init__(cassette, session, writer, timeout=timeout)
         self.argv = list(argv)
@@ -174,7 +197,7 @@ class StdioDriver(Driver):
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._read()), loop.create_task(self._read_stderr())]
 
-    async def _send(self, raw: bytes) -> None:
+    async def _send(self, raw: bytes, recorded: Message | None = None) -> None:
         assert self._proc is not None and self._proc.stdin is not None
         self.writer.message(wire.CLIENT_TO_SERVER, raw)
         try:
@@ -202,7 +225,7 @@ class StdioDriver(Driver):
         proc = self._proc
         assert proc is not None
         self._stopping = True
-        await end_process(proc)
+        await end_process(proc, grace=1.0 if self._gone else 5.0)
         for task in self._tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                 await asyncio.wait_for(task, 2.0)
@@ -212,7 +235,7 @@ class StdioDriver(Driver):
 class HTTPDriver(Driver):
     """The mock client over Streamable HTTP: POSTs each message to ``url``."""
 
-    def __init__(self, cassette: Cassette, session: Session, url: str, writer: SessionWriter,
+    def __init__(self, cassette: Cassette, session: Session, url: str, writer: PendingRun,
                  *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
         super().__init__(cassette, session, writer, timeout=timeout)
         self.url = url
@@ -224,26 +247,28 @@ class HTTPDriver(Driver):
     async def _start(self) -> None:
         await self._http.open()
 
-    async def _send(self, raw: bytes) -> None:
+    async def _send(self, raw: bytes, recorded: Message | None = None) -> None:
         self._exchanges += 1
         exchange = self._exchanges
-        self.writer.message(wire.CLIENT_TO_SERVER, raw, http={"exchange": exchange,
-                                                             "method": "POST"})
+        headers = protocol_headers(recorded)
+        self.writer.message(wire.CLIENT_TO_SERVER, raw, http={
+            "exchange": exchange, "method": "POST", **({"headers": headers} if headers else {})})
         c = wire.classify(raw)
-        task = asyncio.get_running_loop().create_task(self._post(raw, c, exchange))
+        task = asyncio.get_running_loop().create_task(self._post(raw, c, exchange, headers))
         self._posts.add(task)
         task.add_done_callback(self._posts.discard)
         if c.method == "initialize":
             await task  # the session id and protocol version come with its answer
 
-    async def _post(self, raw: bytes, c: wire.Classified, exchange: int) -> None:
+    async def _post(self, raw: bytes, c: wire.Classified, exchange: int,
+                    headers: dict[str, str] | None = None) -> None:
         rid = c.rpc_id if c.kind == wire.REQUEST else None
 
         async def received(data: bytes, how: dict[str, Any]) -> None:
             await self._from_server(data, {"exchange": exchange, **how}, context=rid)
 
         try:
-            reply = await self._http.post(raw, received)
+            reply = await self._http.post(raw, received, headers)
         except HTTPClientError as e:
             if c.kind == wire.REQUEST:  # refused, reset, timed out: no answer will come
                 self._lost(f"could not be reached: {e.reason}")
@@ -273,6 +298,20 @@ class HTTPDriver(Driver):
         await self._http.close()
 
 
+PROTOCOL_HEADERS = ("mcp-protocol-version", "mcp-method", "mcp-name")
+"""The request headers a revision's server reads (2026-07-28: ``Mcp-Method`` and ``Mcp-Name`` on
+every request, ``MCP-Protocol-Version`` without an ``initialize``): sent as recorded."""
+
+
+def protocol_headers(recorded: Message | None) -> dict[str, str]:
+    """The protocol headers the recorded client sent with ``recorded`` (over HTTP)."""
+    http = recorded.http if recorded is not None else None
+    sent = http.get("headers") if isinstance(http, dict) else None
+    if not isinstance(sent, dict):
+        return {}
+    return {k.lower(): str(v) for k, v in sent.items() if k.lower() in PROTOCOL_HEADERS}
+
+
 def _answers_seen_before(messages: list[Message]) -> dict[int, list[str]]:
     """For each client message (by seq): ids of the client's requests whose answers the client
     had received before it sent that message, and had not yet waited for."""
@@ -291,13 +330,13 @@ def _answers_seen_before(messages: list[Message]) -> dict[int, list[str]]:
     return out
 
 
-def drive_stdio(cassette: Cassette, session: Session, argv: Sequence[str], writer: SessionWriter,
+def drive_stdio(cassette: Cassette, session: Session, argv: Sequence[str], writer: PendingRun,
                 *, timeout: float = DEFAULT_TIMEOUT_S) -> DriveResult:
     """Run the mock client over stdio to completion (blocking)."""
     return asyncio.run(StdioDriver(cassette, session, argv, writer, timeout=timeout).run())
 
 
-def drive_http(cassette: Cassette, session: Session, url: str, writer: SessionWriter,
+def drive_http(cassette: Cassette, session: Session, url: str, writer: PendingRun,
                *, timeout: float = DEFAULT_TIMEOUT_S) -> DriveResult:
     """Run the mock client over Streamable HTTP to completion (blocking)."""
     return asyncio.run(HTTPDriver(cassette, session, url, writer, timeout=timeout).run())
