@@ -24,7 +24,7 @@ from http_helpers import start_replay
 from mcprec import wire
 from mcprec.cassette.store import PIECE, STORED_APART, Cassette, StoredText
 from mcprec.cassette.writer import Recorder
-from mcprec.replay import playback as playback_module
+from mcprec.replay import model as model_module
 from mcprec.replay.faults import Faults, parse_rule
 from mcprec.replay.http import ReplayApp
 from mcprec.replay.playback import candidates
@@ -232,7 +232,7 @@ def test_large_answer_goes_out_as_it_did_whole(tmp_path: Path, case: str,
     path = tmp_path / "big.db"
     _record(path, answer, sse=recorded != "json")
     with monkeypatch.context() as m:  # the answer read whole, as replay did before
-        m.setattr(playback_module, "_stored_with_id", lambda message, rid: None)
+        m.setattr(model_module, "stored_with_id", lambda message, rid: None)
         before = _serve(path, accept, faults)
     if case not in READ_WHOLE:
         monkeypatch.setattr(Cassette, "raw_of", _unread)
