@@ -25,8 +25,6 @@ NO_MATCH_CODE = -32000
 UNANSWERED_CODE = -32001
 INTERNAL_ERROR = -32603
 CANCELLED = "notifications/cancelled"
-# 2026-07-28: events of subscriptions/listen carry the listen request's id here
-SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
 # Answered with an empty result when nothing was recorded for them: their result carries nothing.
 EMPTY_RESULT_METHODS = frozenset(
     {"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}

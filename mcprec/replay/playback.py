@@ -38,6 +38,7 @@ from ..errors import NoMatchError, ReplayError, UsageError
 from ..matching import METHOD_ONLY, Match, MatchOptions
 from .choose import SessionChoice
 from .ending import Ending
+from .refs import References
 from .model import (
     CANCELLED, EMPTY_RESULT_METHODS, INTERNAL_ERROR, NO_MATCH_CODE, PROTOCOL_VERSION_POLICIES,
     UNANSWERED_CODE, Outgoing, Play, ReplayStats, Run, Unmatched, error_response, param_of,
@@ -113,11 +114,15 @@ class Playback(Ending):
         still the last message of its response)."""
         self._announced: Session | None = None
         self._out: list[Outgoing] = []
+        self._breaks: list[tuple[int, bool]] = []  # where _out splits into writes (drain?)
+        self._out_t: int | None = None  # the recorded time of the last message in _out
+        self._after_note = False  # the last message in _out is not an answer
         self._runs: set[Run] = set()  # runs not finished
         self._timed: set[Run] = set()  # runs with a deadline
         self._plays: dict[str, Play] = {}
         self._asked: dict[str, Callable[[dict[str, Any]], None]] = {}  # fresh id -> on answer
         self._next_id = 0
+        self._refs = References()
         self._notes: dict[tuple[int, str], list[Message]] = {}
         self._notes_next: dict[str, int] = {}
         self.modes: dict[str, str] = {}
@@ -152,6 +157,9 @@ class Playback(Ending):
     def take(self) -> list[Outgoing]:
         """What to send to the client now, in order."""
         out, self._out = self._out, []
+        if self._breaks:  # the writes are not asked for (take_writes): one
+            self._breaks = []
+        self._after_note = False
         return out
 
     @property
@@ -366,6 +374,7 @@ class Playback(Ending):
             obj = wire.loads(raw)  # matched by its bytes, but what follows needs it parsed
         # else: no progress token (no _meta, even escaped), the very version recorded
         token = wire.progress_token_value(obj.get("params")) if obj is not None else None
+        self._refs.request(req, rid, key, token)
         run = Run(script, (started, req.t_ns), rid, token, key, play, done)
         play.run = run
         if req.method == "initialize" and obj is not None:
@@ -387,6 +396,8 @@ class Playback(Ending):
         a play registered and finished at once; then what the server sent on its own."""
         self._plays.pop(key, None)
         self._flush_stderr(t_ns)
+        if self._out:
+            self._boundary(t_ns, True)
         self.send(answer, key)
         if not found.repeated:
             followers = self._followers(found.seq)

@@ -14,12 +14,13 @@ if TYPE_CHECKING:
     from .choose import SessionChoice
     from .faults import Faults
     from .model import ReplayStats
+    from .refs import References
 
 from .. import _log, wire
 from ..cassette import Message
 from ..cassette.store import StoredText
 from .model import (
-    CAUSE_WAIT_MAX_S, CAUSE_WAIT_MIN_S, INTERNAL_ERROR, SUBSCRIPTION_KEY, Cause,
+    CAUSE_WAIT_MAX_S, CAUSE_WAIT_MIN_S, INTERNAL_ERROR, Cause,
     Outgoing, Play, Run, error_response, with_id, with_version,
 )
 
@@ -37,11 +38,15 @@ class Scripts:
     _now: Callable[[], float]
     _server_stderr: Callable[[str], None] | None
     _out: list[Outgoing]
+    _breaks: list[tuple[int, bool]]
+    _out_t: int | None
+    _after_note: bool
     _runs: set[Run]
     _timed: set[Run]
     _plays: dict[str, Play]
     _asked: dict[str, Callable[[dict[str, Any]], None]]
     _next_id: int
+    _refs: References
     _notes: dict[tuple[int, str], list[Message]]
     _notes_next: dict[str, int]
     _followers_cache: dict[tuple[int, int], list[Message]]
@@ -67,6 +72,8 @@ class Scripts:
         """Send a server-to-client request with a fresh id; ``on_answer`` gets the client's."""
         self._next_id += 1
         self._asked[wire.id_text(self._next_id)] = on_answer
+        if "id" in obj:  # what names it by its recorded id names this one
+            self._refs.asked[wire.id_text(obj["id"])] = self._next_id
         self.send(wire.dumps({**obj, "id": self._next_id}), related)
 
     # --- playing ----------------------------------------------------------------------------
@@ -175,8 +182,38 @@ class Scripts:
             self._timed.discard(run)
             self._pump(run)
 
+    def _boundary(self, t_ns: int, answer: bool) -> None:
+        """Where the message about to be queued (recorded at ``t_ns``) starts a write of its
+        own: the server wrote it apart from the one before (another time), or it is an answer
+        after a notification or a request (the client must have read those first)."""
+        if self._out:
+            if answer and self._after_note:
+                self._breaks.append((len(self._out), True))
+            elif t_ns != self._out_t:
+                self._breaks.append((len(self._out), False))
+        self._out_t = t_ns
+        self._after_note = not answer
+
+    def take_writes(self) -> list[tuple[bool, list[Outgoing]]]:
+        """What to send to the client now, as the writes the recorded server made:
+        ``(drain, messages)``, where ``drain`` asks for the client to have read the writes before
+        (an answer after the notifications that came before it)."""
+        out, breaks = self._out, self._breaks
+        self._out, self._after_note = [], False
+        if not breaks:
+            return [(False, out)] if out else []
+        self._breaks = []
+        writes: list[tuple[bool, list[Outgoing]]] = []
+        start, drain = 0, False
+        for i, then_drain in breaks:
+            writes.append((drain, out[start:i]))
+            start, drain = i, then_drain
+        writes.append((drain, out[start:]))
+        return writes
+
     def _play_one(self, run: Run, m: Message) -> None:
         rid, related = run.rid, run.related
+        self._boundary(m.t_ns, m.kind == wire.RESPONSE or m.kind == wire.ERROR)
         self._flush_stderr(m.t_ns)
         if m.http is not None and m.http.get("synthetic"):
             # a failure the recording proxy answered itself (e.g. 502): as it answered
@@ -201,21 +238,23 @@ class Scripts:
                     m.reply_to == run.play.request.seq):
                 self.send(with_version(m, rid, run.version), related)
                 return
+            if run.play is not None and run.play.request.method == "subscriptions/listen" and (
+                    m.reply_to == run.play.request.seq):  # its graceful close names it
+                answer = bytes(with_id(m, rid))
+                live = self._refs.rewrite(answer, wire.loads(answer), related)
+                self.send(*(live or (answer, related)))
+                return
             self.send(with_id(m, rid), related)
         elif kind == wire.NOTIFICATION:
             obj = m.json
             if obj.get("method") == "notifications/progress":
-                if run.token is None:
-                    return  # the client did not ask for progress this time
-                params = obj.get("params")
-                if isinstance(params, dict):
-                    obj = {**obj, "params": {**params, "progressToken": run.token}}
-                self.send(wire.dumps(obj), related)
-            elif rid is not None and SUBSCRIPTION_KEY in (obj.get("params") or {}).get(
-                    "_meta", {}):
-                params = obj["params"]
-                meta = {**params["_meta"], SUBSCRIPTION_KEY: rid}
-                self.send(wire.dumps({**obj, "params": {**params, "_meta": meta}}), related)
+                data, to = self._refs.progress(obj, run.token, related)
+                if data is not None:  # else the client did not ask for progress this time
+                    self.send(data, to)
+                return
+            live = self._refs.rewrite(m.raw, obj, related)
+            if live is not None:  # it names a request by its recorded id: the live one now
+                self.send(*live)
             else:
                 self.send(m.raw, related)  # as recorded, byte for byte
         elif kind == wire.REQUEST:
