@@ -114,7 +114,8 @@ class Run:
     """A script being played: messages, where it is, and what holds it up."""
 
     __slots__ = ("messages", "i", "clock", "rid", "token", "related", "play", "done",
-                 "deadline", "cause", "stopped", "gave_up", "released", "fault", "version")
+                 "deadline", "cause", "stopped", "gave_up", "released", "fault", "version",
+                 "pace")
 
     def __init__(self, messages: list[Message], clock: tuple[float, int] | None, rid: Any,
                  token: Any, related: str | None, play: Play | None,
@@ -134,6 +135,7 @@ class Run:
         self.released = -1  # the message whose cause was waited for in vain: it plays now
         self.fault: Fault | None = None  # injected into the answer (malformed, disconnect)
         self.version: str | None = None  # initialize: answer with this protocolVersion
+        self.pace: float | None = None  # played at this --timing whatever replay's (tasks)
 
 
 def same_bytes(raw: bytes, req: Message) -> bool:

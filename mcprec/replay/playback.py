@@ -123,6 +123,8 @@ class Playback(Ending):
         self._asked: dict[str, Callable[[dict[str, Any]], None]] = {}  # fresh id -> on answer
         self._next_id = 0
         self._refs = References()
+        self._tasks: Any = None  # tasks.Tasks: the recording polls a task
+        self._task_check = 2  # matched requests until the recording is looked at for tasks
         self._notes: dict[tuple[int, str], list[Message]] = {}
         self._notes_next: dict[str, int] = {}
         self.modes: dict[str, str] = {}
@@ -293,7 +295,39 @@ class Playback(Ending):
         self.stats.matched += 1
         if found.repeated:
             self.stats.repeated += 1
+        if self._task_check:  # past the handshake: does the recording poll a task?
+            self._task_check -= 1
+            if not self._task_check and self.cassette.requests(self.session, "tasks/get"):
+                from .tasks import Tasks
+
+                self._tasks = Tasks(self.cassette, self.session)
+        if self._tasks is not None and fault is None and self._task_state(
+                found, rid, key, obj, raw, started):
+            return
         self._play_request(found, rid, key, obj, started, fault, raw)
+
+    def _task_state(self, found: Match, rid: Any, key: str, obj: dict[str, Any] | None,
+                    raw: bytes, started: float) -> bool:
+        """A request that created a task starts its timeline (its status notifications play
+        at their recorded offsets); a ``tasks/get`` is answered from the timeline (True)."""
+        tasks = self._tasks
+        pace = self.timing if self.timing is not None else 1.0
+        if found.seq in tasks.creations:
+            for line, notes in tasks.created(found.seq, started):
+                if notes:
+                    run = Run(notes, (started, line.created.t_ns), None, None, None, None, None)
+                    run.pace = pace
+                    self._runs.add(run)
+                    self._pump(run)
+            return False
+        if found.seq not in tasks.gets:
+            return False
+        task = tasks.status(param_of(obj if obj is not None else wire.loads(raw), "taskId"),
+                            self._now(), pace)
+        if task is None:
+            return False
+        self.send(wire.dumps({"jsonrpc": "2.0", "id": rid, "result": task}), key)
+        return True
 
     def _announce(self) -> None:
         """Say which recorded session this client got, when there was a choice to make."""
@@ -472,6 +506,8 @@ class Playback(Ending):
             "unplayed": [{"seq": m.seq, "method": m.method} for m in self.unplayed()],
             **({"faults": self.faults.report()} if self.faults is not None else {}),
             **({"protocol_version": self.versions} if self.versions is not None else {}),
+            **({"tasks_unfinished": self._tasks.unfinished}
+               if self._tasks is not None and self._tasks.unfinished else {}),
         }
 
 

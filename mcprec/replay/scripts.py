@@ -47,6 +47,7 @@ class Scripts:
     _asked: dict[str, Callable[[dict[str, Any]], None]]
     _next_id: int
     _refs: References
+    _tasks: Any  # tasks.Tasks, once a recording that polls a task is played
     _notes: dict[tuple[int, str], list[Message]]
     _notes_next: dict[str, int]
     _followers_cache: dict[tuple[int, int], list[Message]]
@@ -97,8 +98,9 @@ class Scripts:
             if run.play is not None and m.waits_for is not None and run.released != run.i:
                 if self._hold_for_cause(run, m):
                     return
-            if self.timing is not None and run.clock is not None:
-                due = run.clock[0] + max(0, m.t_ns - run.clock[1]) / 1e9 * self.timing
+            timing = self.timing if run.pace is None else run.pace
+            if timing is not None and run.clock is not None:
+                due = run.clock[0] + max(0, m.t_ns - run.clock[1]) / 1e9 * timing
                 if self.max_gap is not None:  # each pause capped: the clock moves per message
                     due = min(due, run.clock[0] + self.max_gap)
                 if due > self._now():
@@ -246,6 +248,9 @@ class Scripts:
                 return
             self.send(with_id(m, rid), related)
         elif kind == wire.NOTIFICATION:
+            if self._tasks is not None and m.method == "notifications/tasks/status" and (
+                    not self._tasks.told(m)):
+                return  # the client was told this status, or a later one, already
             obj = m.json
             if obj.get("method") == "notifications/progress":
                 data, to = self._refs.progress(obj, run.token, related)
