@@ -152,3 +152,13 @@ def test_http_recording_replayed_over_stdio(live: SimpleNamespace) -> None:
     run = run_sync(lambda: run_http_session(argv, sdk_scenario, transport="stdio"))
     assert run.results == live.run.results
     assert run.events == EXPECTED_EVENTS
+
+
+def test_replay_answers_404_off_its_path(replay: Any) -> None:
+    """Off --path (the default /mcp) replay answers 404, as the server and the proxy do."""
+    base = replay.url.rsplit("/mcp", 1)[0]
+    got = httpx.get(base + "/.well-known/oauth-authorization-server", timeout=10)
+    assert got.status_code == 404
+    posted = httpx.post(base + "/not-mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                        headers={"Accept": "application/json, text/event-stream"}, timeout=10)
+    assert posted.status_code == 404

@@ -22,11 +22,10 @@ from hypothesis import strategies as st
 from helpers import LARGE_CALL, LARGE_INITIALIZE, LARGE_INITIALIZED, proc_status_bytes
 from http_helpers import start_replay
 from mcprec import wire
+from mcprec.cassette.models import PIECE, STORED_APART, StoredText
 from mcprec.cassette.store import Cassette
-from mcprec.cassette.models import STORED_APART, StoredText
-from mcprec.cassette.models import PIECE
-from mcprec.record.writer import Recorder
-from mcprec.replay import playback as playback_module
+from mcprec.record.recorder import Recorder
+from mcprec.replay import model as model_module
 from mcprec.replay.faults import Faults, parse_rule
 from mcprec.replay.http import ReplayApp
 from mcprec.replay.playback import candidates
@@ -234,7 +233,7 @@ def test_large_answer_goes_out_as_it_did_whole(tmp_path: Path, case: str,
     path = tmp_path / "big.db"
     _record(path, answer, sse=recorded != "json")
     with monkeypatch.context() as m:  # the answer read whole, as replay did before
-        m.setattr(playback_module, "_stored_with_id", lambda message, rid: None)
+        m.setattr(model_module, "stored_with_id", lambda message, rid: None)
         before = _serve(path, accept, faults)
     if case not in READ_WHOLE:
         monkeypatch.setattr(Cassette, "raw_of", _unread)

@@ -23,7 +23,7 @@ from mcprec.cassette.models import STORED_APART, Message, StoredText, message_fr
 from mcprec.cassette.models import StoredMessage
 from mcprec.record.writer import Recorder
 from mcprec.errors import CassetteError
-from mcprec.replay import playback as playback_module
+from mcprec.replay import model as model_module
 from mcprec.replay.engine import AsyncPlayback
 from mcprec.replay.lean import serve_lean
 from mcprec.replay.playback import Playback, candidates
@@ -132,7 +132,7 @@ def test_large_answer_goes_out_as_it_did_whole(tmp_path: Path, driver: str, case
     _record(path, answer)
     data = _client_input("call-7")
     with monkeypatch.context() as m:  # the answer read whole, as replay did before
-        m.setattr(playback_module, "_stored_with_id", lambda message, rid: None)
+        m.setattr(model_module, "stored_with_id", lambda message, rid: None)
         before = _serve(driver, path, data)
     if case not in WHOLE:
         monkeypatch.setattr(Cassette, "raw_of", _unread)

@@ -294,7 +294,8 @@ def replay_http(
         app = ReplayApp(c, found, options=options, timing=timing, bound_host=host,
                         allowed_origins=tuple(allowed_origins),
                         allowed_hosts=tuple(allowed_hosts), redact=redact, faults=faults,
-                        protocol_version=protocol_version, max_gap=max_gap, live=live)
+                        protocol_version=protocol_version, max_gap=max_gap, live=live,
+                        path=path)
         url = url_of(sock, path)
 
         def ready() -> None:

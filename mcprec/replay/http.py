@@ -89,8 +89,11 @@ class ReplayApp:
         protocol_version: str = "recorded",
         max_gap: float | None = None,
         live: Any = None,
+        path: str | None = None,
     ) -> None:
         self.cassette = cassette
+        self.path = None if path is None else path.rstrip("/")
+        """The endpoint: anything else gets 404 (the legacy SSE endpoints aside); None: any."""
         self.session = session
         self.options = options
         self.timing = timing
@@ -222,6 +225,10 @@ class ReplayApp:
     async def _route(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         method = scope["method"]
         path = scope["path"].rstrip("/")
+        if self.path is not None and path != self.path and not path.endswith(("/sse",
+                                                                                "/messages")):
+            await send_simple(send, 404, b"Not Found", b"text/plain; charset=utf-8")
+            return
         if method == "GET" and path.endswith("/sse") and header(scope, b"mcp-session-id") is None:
             await self._legacy_stream(scope, receive, send)
         elif method == "POST" and path.endswith("/messages"):

@@ -24,6 +24,8 @@ from ..wire import LineFramer
 from .playback import Playback
 
 DRAIN_TIMEOUT_S = 2.0
+READ_WAIT_S = 0.25
+"""How long an answer waits for the client to read the notifications before it (a pipe)."""
 TIMED_DRAIN_S = 30.0
 READ_SIZE = 1 << 16
 _IN = select.POLLIN | select.POLLPRI
@@ -56,8 +58,14 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
     eof_at: float | None = None
     gone = False
 
-    def collect() -> None:
-        for data, _ in playback.take():
+    # the writes after ``out``, each a write of its own as the recorded server made them; one
+    # that waits for the client to read the ones before (an answer after its notifications:
+    # the TypeScript SDK drops a request's progress handler once it has read the answer)
+    writes: list[tuple[bool, list[Any]]] = []
+    unread: list[float] = []  # since when a write waits for the client to read (one at most)
+
+    def queue(messages: list[Any]) -> None:
+        for data, _ in messages:
             if not data:  # an empty message ends an HTTP stream: nothing to end on stdio
                 continue
             if not later and not isinstance(data, StoredText):
@@ -66,17 +74,43 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
             else:
                 later.append(framed(data))
 
+    def collect() -> None:
+        taken = playback.take_writes()
+        if not taken:
+            return
+        if writes:
+            writes.extend(taken)
+        else:
+            queue(taken[0][1])
+            if len(taken) > 1:
+                writes.extend(taken[1:])
+
+    def next_write() -> bool:
+        """Move the next write into ``out``, once the client has read what it waits for."""
+        drain, messages = writes[0]
+        if drain and _unread(stdout_fd):
+            if not unread:
+                unread.append(time.monotonic())
+            if time.monotonic() - unread[0] < READ_WAIT_S:
+                return False
+        unread.clear()
+        del writes[0]
+        queue(messages)
+        return True
+
     def write() -> bool:
         """Write what stdout takes now; False when the client has gone."""
-        while out or _refill(out, later):
-            try:
-                n = os.write(stdout_fd, out)
-            except BlockingIOError:
+        while True:
+            while out or _refill(out, later):
+                try:
+                    n = os.write(stdout_fd, out)
+                except BlockingIOError:
+                    return True
+                except (BrokenPipeError, ConnectionResetError):
+                    return False
+                del out[:n]
+            if not writes or not next_write():
                 return True
-            except (BrokenPipeError, ConnectionResetError):
-                return False
-            del out[:n]
-        return True
 
     try:
         playback.start()
@@ -96,6 +130,8 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
             if eof_at is not None and deadline is None:
                 deadline = eof_at + DRAIN_TIMEOUT_S
             timeout = None if deadline is None else max(0, int((deadline - now) * 1000) + 1)
+            if unread:  # a write waits for the client to read: look again in a millisecond
+                timeout = 1 if timeout is None else min(timeout, 1)
             for fd, ev in poller.poll(timeout):
                 if fd == stdin_fd:
                     data = os.read(stdin_fd, READ_SIZE) if ev & (_IN | _GONE) else b""
@@ -131,6 +167,8 @@ def serve_lean(playback: Playback, *, stdin_fd: int = 0, stdout_fd: int = 1) -> 
             signal.signal(sig, handler)
         if not gone:
             collect()
+            for _, messages in writes:
+                queue(messages)
             _finish_writing(stdout_fd, out, later)
         os.set_blocking(stdout_fd, blocking)
         if playback.ended:  # the recorded server exited: the client sees its end of file now
@@ -146,6 +184,31 @@ def _drained(playback: Playback, since_eof: float) -> bool:
     if playback.next_deadline() is not None:
         return since_eof > TIMED_DRAIN_S
     return since_eof > DRAIN_TIMEOUT_S
+
+
+def _unread(fd: int) -> bool:
+    """Whether what was written to ``fd`` is not all read yet: a pipe (what is in it) or a
+    socket (what its peer has not taken: Node.js gives a child's stdio as a socket pair); False
+    for anything else, or where the system does not say."""
+    import fcntl
+    import stat
+    import termios
+
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode):
+        request = termios.FIONREAD
+    elif stat.S_ISSOCK(mode):
+        request = getattr(termios, "TIOCOUTQ", 0)  # SIOCOUTQ on Linux
+        if not request:
+            return False
+    else:
+        return False
+    buf = bytearray(4)
+    try:
+        fcntl.ioctl(fd, request, buf)
+    except OSError:
+        return False
+    return int.from_bytes(buf, "little") > 0
 
 
 def framed(data: bytes | StoredText) -> Iterator[bytes]:

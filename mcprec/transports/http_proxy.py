@@ -209,7 +209,9 @@ class RecordingProxy:
         req_headers = [(k, v) for k, v in scope["headers"] if k not in HOP_BY_HOP]
         messages = _client_messages(body)
         is_init = any(isinstance(o, dict) and o.get("method") == "initialize" for o, _ in messages)
-        writer, fresh = self._router.request(method, sid, target_path, is_init)
+        probe = not is_init and any(isinstance(o, dict) and o.get("method") == "server/discover"
+                                    for o, _ in messages)
+        writer, fresh = self._router.request(method, sid, target_path, is_init, probe=probe)
         meta = {"exchange": exchange, "method": method, "path": target_path,
                 "headers": self._redacted_headers(req_headers)}
         first_request_id = None

@@ -22,11 +22,14 @@ class SessionRouter:
         self._by_id: dict[str, SessionRecording] = {}
         self._legacy: dict[str, SessionRecording] = {}
         self._sessionless: SessionRecording | None = None
+        self._probed = False  # the sessionless session holds a server/discover probe alone
 
-    def request(self, method: str, sid: str | None, target_path: str, is_init: bool
-                ) -> tuple[SessionRecording | None, bool]:
+    def request(self, method: str, sid: str | None, target_path: str, is_init: bool,
+                probe: bool = False) -> tuple[SessionRecording | None, bool]:
         """The session a request belongs to (None: decided by the response), and whether it
-        is a new one this request (an ``initialize`` without a session id) opens."""
+        is a new one this request (an ``initialize`` without a session id) opens. A client that
+        probed with ``server/discover`` (2026-07-28) and then initializes was talking to an
+        ``initialize``-era server: its probe and its session are one recorded session."""
         legacy = self._legacy.get(target_path)
         if legacy is not None:
             return legacy, False
@@ -38,7 +41,11 @@ class SessionRouter:
         if method == "GET":
             return None, False  # legacy SSE, or a sessionless GET: per the response
         if is_init:
+            if self._probed and self._sessionless is not None:
+                probed, self._sessionless, self._probed = self._sessionless, None, False
+                return probed, True
             return self._open("http"), True
+        self._probed = probe and self._sessionless is None
         return self.sessionless(), False
 
     def answered(self, writer: SessionRecording | None, fresh: bool, new_sid: str | None,
@@ -83,3 +90,4 @@ class SessionRouter:
         self._by_id.clear()
         self._legacy.clear()
         self._sessionless = None
+        self._probed = False
