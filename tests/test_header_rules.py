@@ -1,4 +1,4 @@
-"""The header rules: one list in mcprec/redact.py, listed exactly in docs/secrets.md, applied
+"""The header rules: one list in mcprec/redact/headers.py, listed exactly in docs/secrets.md, applied
 to names case-insensitively, with --redact-key names added and the MCP headers kept."""
 
 from __future__ import annotations

@@ -253,3 +253,30 @@ def _translated_iter(fn: _F) -> _F:
         except sqlite3.Error as e:
             raise _database_error(self.path, e) from e
     return wrapper  # type: ignore[return-value]
+
+
+DatabaseError = sqlite3.Error
+"""What SQLite raises, for the few readers that meet it outside ``Cassette``'s translated
+methods (a large message's text read in pieces)."""
+
+
+def copy_cassette(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """A consistent copy of ``src`` at ``dst`` through SQLite's backup API (its WAL included),
+    ``src`` opened read-only; a stale WAL beside ``dst`` is removed first, or it would be read
+    as the copy's."""
+    from urllib.parse import quote
+
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{dst}{suffix}").unlink(missing_ok=True)
+    try:
+        source = sqlite3.connect(f"file:{quote(str(Path(src).resolve()))}?mode=ro", uri=True)
+        try:
+            target = sqlite3.connect(os.path.abspath(dst))
+            try:
+                source.backup(target)
+            finally:
+                target.close()
+        finally:
+            source.close()
+    except sqlite3.Error as e:
+        raise _database_error(Path(src), e) from e

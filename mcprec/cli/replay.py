@@ -135,7 +135,7 @@ def replay(cassette: str | None, cassette_opt: str | None, session: str | None, 
                              allowed_origins=allow_origin, allowed_hosts=allow_host,
                              redact=redactor, allow_unmatched=allow_unmatched, faults=faults,
                              protocol_version=protocol_version, max_gap=gap, mode=mode,
-                             target=target))
+                             target=target, on_ready=click.echo))
     code = replay_stdio(cassette, session=session, mode=mode, server=list(server),
                         options=options, timing=scale, report=report, redact=redactor,
                         allow_unmatched=allow_unmatched, faults=faults,

@@ -52,7 +52,8 @@ def view_command(cassette: str, session: str | None, listen: str, no_open: bool,
     from ..view import serve_view
 
     sys.exit(serve_view(cassette, session, listen=listen, open_browser=not no_open, diff=diff,
-                        allowed_hosts=allow_host, allowed_origins=allow_origin))
+                        allowed_hosts=allow_host, allowed_origins=allow_origin,
+                        on_ready=click.echo))
 
 
 def _write_html(cassette: str, session: str | None, diff: tuple[str, str] | None,

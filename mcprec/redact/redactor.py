@@ -13,43 +13,16 @@ import orjson
 
 from .. import wire
 from ..jsonpath import update_path
-from .headers import (
-    KEPT_HEADERS,
-    SCHEME_KEPT_HEADERS,
-    SECRET_HEADER_WORDS,
-    _norm_header,
-)
+from .headers import KEPT_HEADERS, SCHEME_KEPT_HEADERS, SECRET_HEADER_WORDS, _norm_header
 from .patterns import (
-    _ANCHORS,
-    _BLOB_MIN,
-    _KEY_WORDS,
-    _LEADS,
-    _LED_MAX,
-    _MASK,
-    _PLACEHOLDER_B,
-    _REQUIRED,
-    _TOKEN,
-    KNOWN_SECRET_PATTERNS,
-    PLACEHOLDER,
-    SALT_ENV,
-    SECRET_KEYS,
-    STRATEGIES,
-    _norm_key,
-    env_secrets,
+    _ANCHORS, _BLOB_MIN, _KEY_WORDS, _LEADS, _LED_MAX, _MASK, _PLACEHOLDER_B, _REQUIRED, _TOKEN,
+    KNOWN_SECRET_PATTERNS, PLACEHOLDER, SALT_ENV, SECRET_KEYS, STRATEGIES, _norm_key, env_secrets,
 )
 from .prefilter import _blob_parts, _Gated, _gated, _key_names, _Literals
 from .rules import Rules, rules_from_config
 from .values import (
-    _COMPACT,
-    _JSON_OPENERS,
-    _MIN_NAMED_ENV_LEN,
-    _all_placeholders,
-    _as_json_text,
-    _bare_number,
-    _json_in,
-    _Lazy,
-    _path_kind,
-    _placeholder_at,
+    _COMPACT, _JSON_OPENERS, _MIN_NAMED_ENV_LEN, _all_placeholders, _as_json_text, _bare_number,
+    _json_in, _Lazy, _path_kind, _placeholder_at,
 )
 
 

@@ -260,7 +260,8 @@ def replay_http(
     target: str | None = None,
 ) -> int:
     """Serve a recorded session over Streamable HTTP (and legacy HTTP+SSE at ``/sse``) until
-    SIGINT/SIGTERM. Prints the URL on stdout once listening (port 0 picks a free port).
+    SIGINT/SIGTERM. Calls ``on_ready(url)`` once listening (port 0 picks a free port; the
+    command line prints it on stdout).
 
     The record modes as for stdio, with the real server at ``target``: ``new_episodes``
     forwards the requests the recording cannot answer there and appends them to the replayed
@@ -299,7 +300,6 @@ def replay_http(
         url = url_of(sock, path)
 
         def ready() -> None:
-            print(url, flush=True)
             what = (f"session {s.name!r}" if len(found) == 1 else
                     f"{len(found)} sessions (each client gets the one its traffic matches)")
             _log.info("replay", f"replaying {what} of {cassette} at {url}")
@@ -325,7 +325,7 @@ def _record_http_instead(cassette: str | os.PathLike[str], session: str | None, 
                          allowed_hosts: Sequence[str], allowed_origins: Sequence[str],
                          on_ready: Any) -> int:
     """``replay --http`` in a mode that means recording: the recording proxy before
-    ``target``, its URL printed on stdout as replay prints its own."""
+    ``target``, its URL given to ``on_ready`` as replay gives its own."""
     from ..record.api import record_http
 
     path = Path(cassette)
@@ -336,11 +336,6 @@ def _record_http_instead(cassette: str | os.PathLike[str], session: str | None, 
             if any(s.name == session for s in c.sessions()):
                 c.delete_session(session)
 
-    def ready(url: str) -> None:
-        print(url, flush=True)
-        if on_ready is not None:
-            on_ready(url)
-
     return record_http(target, listen=listen, cassette=path, session=session, redact=redact,
                        allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
-                       on_ready=ready)
+                       on_ready=on_ready)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,7 @@ from urllib.parse import parse_qs
 
 from .. import _log, wire
 from ..cassette import Cassette, Session
+from ..cassette.connect import DatabaseError
 from ..cassette.models import StoredText
 from ..errors import CassetteError, McprecError
 from ..matching import MatchOptions
@@ -209,7 +209,7 @@ class ReplayApp:
             await self._route(scope, receive, tracked)
         except ClientGone:
             return
-        except (CassetteError, sqlite3.Error) as e:
+        except (CassetteError, DatabaseError) as e:
             # a corrupt or truncated cassette: one line on stderr and an answer the client can
             # read, not uvicorn's bare 500 with nothing said (the exit status says it too)
             failure = e if isinstance(e, CassetteError) else CassetteError(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,16 +141,6 @@ def _run(s: VerifySettings, workdir: Path) -> Outcome:
 
 def _copy_cassette(src: Path, dst: Path) -> None:
     """A consistent copy through SQLite's backup API (a WAL it may have included)."""
-    for suffix in ("", "-wal", "-shm", "-journal"):  # a stale WAL would be read as this one's
-        Path(f"{dst}{suffix}").unlink(missing_ok=True)
-    from urllib.parse import quote
+    from ..cassette.connect import copy_cassette
 
-    source = sqlite3.connect(f"file:{quote(str(Path(src).resolve()))}?mode=ro", uri=True)
-    try:
-        target = sqlite3.connect(os.path.abspath(dst))
-        try:
-            source.backup(target)
-        finally:
-            target.close()
-    finally:
-        source.close()
+    copy_cassette(src, dst)

@@ -36,8 +36,8 @@ def serve_view(
     allowed_origins: Sequence[str] = (),
     on_ready: Callable[[str], None] | None = None,
 ) -> int:
-    """Serve the view of ``cassette`` (opened read-only) until SIGINT/SIGTERM. Prints the URL on
-    stdout once listening (port 0 picks a free port) and opens it in a browser unless told not
+    """Serve the view of ``cassette`` (opened read-only) until SIGINT/SIGTERM. Calls ``on_ready(url)``
+    once listening (port 0 picks a free port; the command line prints it on stdout) and opens it in a browser unless told not
     to. ``session`` or ``diff`` (two session names) choose the page it opens on."""
     from ..transports.http_serve import bind, parse_listen, run_app, url_of
     from .app import ViewApp
@@ -55,7 +55,6 @@ def serve_view(
         url = url_of(sock, "/") + fragment
 
         def ready() -> None:
-            print(url, flush=True)
             _log.info("view", f"viewing {path} (read-only) at {url}; Ctrl-C to stop")
             if host not in ("127.0.0.1", "localhost", "::1") and not host.startswith("127."):
                 _log.warning("view", f"warning: listening on {host}: other machines can read "
