@@ -19,19 +19,46 @@ credentials rules always replace. ``Rules.manifest`` is what a cassette stores p
 that replay, verify, redact and scan apply the same rules again (``mcprec.redact.manifest``).
 """
 
+from __future__ import annotations
 
-from .headers import KEPT_HEADERS, SCHEME_KEPT_HEADERS, SECRET_HEADER_WORDS
-from .patterns import (
-    KNOWN_SECRET_PATTERNS,
-    PLACEHOLDER,
-    SALT_ENV,
-    SECRET_KEYS,
-    STRATEGIES,
-    env_secrets,
-)
-from .redactor import Redactor, default_redactor
-from .rules import REDACT_KEYS, Rules, rules_from_config, split_packs
-from .values import placeholder_like
+# The public names, imported when first used: replay imports ``redact.manifest`` alone (a
+# recording's rules, to know whether its requests need redacting at all), and must not pay for
+# the redactor's patterns (~18 ms of import) before its first answer.
+_EXPORTS = {
+    "KEPT_HEADERS": "headers",
+    "SCHEME_KEPT_HEADERS": "headers",
+    "SECRET_HEADER_WORDS": "headers",
+    "KNOWN_SECRET_PATTERNS": "patterns",
+    "PLACEHOLDER": "patterns",
+    "SALT_ENV": "patterns",
+    "SECRET_KEYS": "patterns",
+    "STRATEGIES": "patterns",
+    "env_secrets": "patterns",
+    "Redactor": "redactor",
+    "default_redactor": "redactor",
+    "REDACT_KEYS": "rules",
+    "Rules": "rules",
+    "rules_from_config": "rules",
+    "split_packs": "rules",
+    "placeholder_like": "values",
+}
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .headers import KEPT_HEADERS, SCHEME_KEPT_HEADERS, SECRET_HEADER_WORDS
+    from .patterns import (
+        KNOWN_SECRET_PATTERNS,
+        PLACEHOLDER,
+        SALT_ENV,
+        SECRET_KEYS,
+        STRATEGIES,
+        env_secrets,
+    )
+    from .redactor import Redactor, default_redactor
+    from .rules import REDACT_KEYS, Rules, rules_from_config, split_packs
+    from .values import placeholder_like
 
 __all__ = [
     "KEPT_HEADERS",
@@ -51,3 +78,14 @@ __all__ = [
     "rules_from_config",
     "split_packs",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcprec.redact' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -20,7 +20,7 @@ from ..errors import UsageError
 if TYPE_CHECKING:
     from . import Rules
 
-SALT_ENV = "MCPREC_REDACT_SALT"  # as mcprec.redact.SALT_ENV: replay imports this module alone
+from .patterns import SALT_ENV
 
 
 def for_recording(redact: Any, cassette: Any) -> tuple[Any, dict[str, Any] | None]:

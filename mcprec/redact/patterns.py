@@ -11,7 +11,7 @@ PLACEHOLDER = "[REDACTED]"
 _PLACEHOLDER_B = PLACEHOLDER.encode()
 
 STRATEGIES = ("replace", "hash", "mask")
-SALT_ENV = "MCPREC_REDACT_SALT"  # also in mcprec.redact.manifest
+SALT_ENV = "MCPREC_REDACT_SALT"
 """A salt for hash pseudonyms, in place of the cassette's own: the same pseudonyms across
 cassettes, and none stored in any of them."""
 _TOKEN = re.compile(r"<[a-z0-9_]+:[0-9a-f]{8}>")
