@@ -333,6 +333,8 @@ class ProcessSessionWriter:
 
     def message(self, direction: str, raw: bytes, t_ns: int | None = None,
                 http: dict[str, Any] | None = None, context: str | None = AUTO) -> None:
+        if self._closed:  # ended (an HTTP session's DELETE): the recorder has let it go
+            return
         extra = orjson.dumps({"http": http, "context": context}) \
             if http is not None or context != AUTO else b""
         self.recorder.send_pieces(MESSAGE, self.session.id, self.now() if t_ns is None else t_ns,
@@ -660,8 +662,7 @@ def _read_frames(fd: int, path: str, inbox: _Inbox) -> None:
     marker: list[Any] = []  # its own connection: the end is marked at once, not after the rest
     with contextlib.suppress(Exception):
         marker.append(connect(path, wait=False))
-    seen: set[int] = set()
-    closed: set[int] = set()
+    open_sids: set[int] = set()  # sessions with frames and no close yet
 
     def mark_ended(sid: int, exit_code: Any) -> None:
         """ended_at while status is still 'recording': readers wait until it is complete."""
@@ -697,7 +698,7 @@ def _read_frames(fd: int, path: str, inbox: _Inbox) -> None:
             if end > n:
                 break
             pos = end
-            seen.add(sid)
+            open_sids.add(sid)
             if kind == CHUNK or kind == STDERR:
                 if data is pending:  # changed below: the frame's own bytes
                     events.append((_CHUNK, sid, 2 if kind == STDERR else d, t_ns,
@@ -717,7 +718,7 @@ def _read_frames(fd: int, path: str, inbox: _Inbox) -> None:
             elif kind == CLOSE:
                 info = orjson.loads(data[a:end])
                 mark_ended(sid, info.get("exit_code"))
-                closed.add(sid)
+                open_sids.discard(sid)
                 events.append((_CLOSE, sid, info, 0))
                 urgent = True
         if data is pending:
@@ -732,7 +733,7 @@ def _read_frames(fd: int, path: str, inbox: _Inbox) -> None:
         if not urgent and len(data) < PIPE_SIZE // 16:
             time.sleep(BATCH_DELAY)
     # the pipe closed: mcprec is done, or died; what it sent is recorded, the rest ended now
-    for sid in seen - closed:
+    for sid in open_sids:
         mark_ended(sid, None)
     events.append((_EOF, 0))
     inbox.put(events, True)
@@ -763,8 +764,7 @@ def _main(path: str) -> int:
         from ..otel.live import LiveExport
 
         live = LiveExport.from_env(path)
-    recorders: dict[int, Any] = {}
-    closed: set[int] = set()
+    recorders: dict[int, Any] = {}  # the sessions not closed yet
 
     def recorder(sid: int) -> Any:
         rec = recorders.get(sid)
@@ -863,9 +863,10 @@ def _main(path: str) -> int:
                         cassette.set_backpressure(sid, **paused)
                 recorder(sid).finish(exit_code=info.get("exit_code"),
                                      status=info.get("status") or "complete")
-                closed.add(sid)
                 if live is not None:
                     live.closed(sid, info.get("status") or "complete")
+                recorders.pop(sid, None)  # committed and marked: nothing of it is kept
+                warned.discard(sid)
             elif tag == _EOF:  # mcprec is done, or died: what it sent is recorded
                 end_streams(None)
                 eof = True
@@ -896,9 +897,8 @@ def _main(path: str) -> int:
         if since_checkpoint >= CHECKPOINT_BYTES:
             since_checkpoint = 0
             checkpointer.ask()
-    for sid, r in recorders.items():
-        if sid not in closed:
-            r.finish(status="incomplete")
+    for r in recorders.values():  # closed ones were let go
+        r.finish(status="incomplete")
     checkpointer.close()
     with contextlib.suppress(Exception):
         cassette.connection.execute("PRAGMA wal_checkpoint(PASSIVE)")

@@ -10,8 +10,10 @@ import click
 
 from ._common import (
     CASSETTE_HELP,
+    SESSION_IDLE_HELP,
     McprecCommandError,
     _duration,
+    _session_idle,
     _parse_tags,
     _redactor,
     _ServerCommand,
@@ -47,6 +49,8 @@ from ._common import (
 @click.option("--max-idle", "max_idle", metavar="DURATION",
               help="With --target: end the recording (exit 0) after DURATION (e.g. 30s, 500ms, "
                    "2m) with no request in flight and no traffic: for unattended recordings.")
+@click.option("--session-idle", "session_idle", default="10m", show_default=True,
+              metavar="DURATION|off", help=SESSION_IDLE_HELP)
 @click.option("--allow-origin", "allow_origin", multiple=True, metavar="ORIGIN",
               help="With --target: a browser Origin to accept besides local ones "
                    "(repeatable); others get 403.")
@@ -69,7 +73,8 @@ from ._common import (
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(cassette: str | None, session: str | None, tags: tuple[str, ...], durable: bool,
            exit_timeout: float, target: str | None, listen: str, upstream_timeout: float,
-           allow_host: tuple[str, ...], max_idle: str | None, allow_origin: tuple[str, ...],
+           allow_host: tuple[str, ...], max_idle: str | None, session_idle: str,
+           allow_origin: tuple[str, ...],
            max_message_size: str, scripts: tuple[str, ...], replace: bool, otlp: str | None,
            otlp_headers: tuple[str, ...], redact_paths: tuple[str, ...],
            redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...],
@@ -113,7 +118,7 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
                              tags=_parse_tags(tags), timeout=upstream_timeout,
                              redact=_redactor(redact_paths, redact_keys, redact_patterns),
                              allowed_hosts=allow_host, allowed_origins=allow_origin,
-                             max_idle=idle))
+                             max_idle=idle, session_idle=_session_idle(session_idle)))
     if not command:
         raise click.UsageError("missing the server command: mcprec record [OPTIONS] -- COMMAND...")
     from ..record import record_stdio

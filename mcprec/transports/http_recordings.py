@@ -19,6 +19,10 @@ from ..cassette import Cassette
 from ..cassette.recorder_process import ProcessSessionWriter, RecorderProcess, create_recorded_session
 from ..naming import proxy_session_name
 from ..redact import Redactor
+from .recording import SessionRecording
+
+NAMES_KEPT = 1000
+"""Session names kept for ``names`` (a proxy running for days records many more)."""
 
 
 class ProxyRecordings:
@@ -34,8 +38,10 @@ class ProxyRecordings:
         self.tags = tags or {}
         self.redact = redact
         self.names: list[str] = []
+        """The names of the first ``NAMES_KEPT`` sessions (``count`` counts them all)."""
+        self.count = 0
         self._count = 0  # sessions tried: a name that failed is not offered again
-        self._all: list[ProcessSessionWriter] = []  # every writer made, so that none is left open
+        self._open: dict[int, ProcessSessionWriter] = {}  # by session id: those not ended
         self._recorder: RecorderProcess | None = None
         self._on_pressure = on_pressure
 
@@ -55,15 +61,28 @@ class ProxyRecordings:
             self.cassette_path, name, transport=transport, target=self.target, tags=self.tags,
             redact=self.redact, recorder_pid=self._recorder.pid)
         writer = ProcessSessionWriter(self._recorder, session, own=False)
-        self.names.append(name)
-        self._all.append(writer)
+        self.count += 1
+        if len(self.names) < NAMES_KEPT:
+            self.names.append(name)
+        self._open[session.id] = writer
         return writer
+
+    def close(self, writer: SessionRecording, status: str = "complete") -> None:
+        """End one session: nothing of it is kept here after."""
+        writer.close(status=status)
+        if writer.session is not None:
+            self._open.pop(writer.session.id, None)
+
+    @property
+    def open_sessions(self) -> int:
+        """How many sessions are being recorded (begun and not ended)."""
+        return len(self._open)
 
     async def aclose(self) -> None:
         """End every session still open and wait until everything is committed."""
-        for w in self._all:  # close() is idempotent
+        for w in self._open.values():  # close() is idempotent
             w.close(status="complete")
-        self._all.clear()
+        self._open.clear()
         if self._recorder is not None:  # every session's last frames, then wait for commits
             self._recorder.end_input()
             await asyncio.to_thread(self._recorder.wait)
