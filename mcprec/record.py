@@ -114,6 +114,8 @@ def record_http(
     allowed_origins: Sequence[str] = (),
     max_idle: float | None = None,
     session_idle: float | None = 600.0,
+    sample: float | None = None,
+    seed: int | None = None,
 ) -> int:
     """Run a recording reverse proxy in front of the MCP endpoint at ``target`` until SIGINT or
     SIGTERM, or until ``max_idle`` seconds pass with no request in flight and no traffic (an
@@ -124,7 +126,8 @@ def record_http(
     local browser ``Origin``s anywhere (``allowed_hosts`` and ``allowed_origins`` add more):
     it rewrites ``Host`` to the target's, so the server's own check would never fire.
     A session without a request in flight for ``session_idle`` seconds is ended in the
-    cassette (None: never), so that a client that left without DELETE holds nothing."""
+    cassette (None: never), so that a client that left without DELETE holds nothing.
+    ``sample``: record that fraction of the sessions (drawn with ``seed``), forward all."""
     from .transports.http_proxy import RecordingProxy
     from .transports.http_serve import Trust, bind, parse_listen, run_app, url_of
 
@@ -138,7 +141,7 @@ def record_http(
     proxy = RecordingProxy(target, path, session=session, tags=tags, timeout=timeout,
                            redact=redact if redact is not None else default_redactor(),
                            trust=Trust(host, allowed_hosts, allowed_origins),
-                           session_idle=session_idle)
+                           session_idle=session_idle, sample=sample, seed=seed)
     sock = bind(host, port)
     url = url_of(sock, proxy.path)
     proxy.listen_origin = url[: url.index("/", len("http://"))]
@@ -150,7 +153,7 @@ def record_http(
 
     if run_app(proxy, sock, announce=ready, cleanup=proxy.aclose, max_idle=max_idle):
         n = proxy.session_count
-        if not n:  # unattended, and nothing came: a failed recording, not a quiet success
+        if not n and not proxy.sessions_skipped:  # unattended, and nothing came: a failed recording, not a quiet success
             _log.warning("record", f"no traffic for {max_idle:g} s (--max-idle) and no client "
                          f"ever connected: nothing recorded in {path}")
             return 1

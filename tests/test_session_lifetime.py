@@ -240,3 +240,35 @@ def test_session_idle_takes_a_duration_or_off(many: Path) -> None:
     r = run_mcprec("replay", str(many), "--http", "--session-idle", "soon")
     assert r.returncode == 2
     assert b"--session-idle" in r.stderr and b"Traceback" not in r.stderr
+
+
+def _sampled(upstream: Any, cassette: Path, *flags: str, sessions: int = 12) -> list[str]:
+    proxy = start_proxy(upstream.url, cassette, "s", extra=flags)
+    try:
+        for i in range(sessions):
+            _session(proxy.url, f"sampled-{i}")
+    finally:
+        proxy.stop()
+    if not cassette.exists():
+        return []
+    with Cassette.open(cassette) as c:
+        return sorted(m.json["params"]["arguments"]["text"] for s in c.sessions()
+                      for m in c.requests(s, "tools/call"))
+
+
+def test_sample_records_a_seeded_fraction_of_sessions(upstream: Any, tmp_path: Path) -> None:
+    """--sample 0.5 --seed 7 records about half the sessions, the same ones every run."""
+    first = _sampled(upstream, tmp_path / "a.db", "--sample", "0.5", "--seed", "7")
+    again = _sampled(upstream, tmp_path / "b.db", "--sample", "0.5", "--seed", "7")
+    assert first == again
+    assert 0 < len(first) < 12
+    assert len(_sampled(upstream, tmp_path / "c.db", "--sample", "1", sessions=3)) == 3
+
+
+def test_sample_needs_a_fraction_and_target(tmp_path: Path) -> None:
+    """A --sample outside (0, 1], or --seed alone, is refused with one line and exit 2."""
+    for args in (["--sample", "0"], ["--sample", "1.5"], ["--seed", "3"]):
+        r = run_mcprec("record", "--target", "http://127.0.0.1:9/mcp", "-c",
+                       str(tmp_path / "x.db"), *args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert b"Traceback" not in r.stderr

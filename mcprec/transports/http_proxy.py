@@ -106,6 +106,8 @@ class RecordingProxy:
         redact: Redactor | None = None,
         trust: Trust | None = None,
         session_idle: float | None = DEFAULT_SESSION_IDLE_S,
+        sample: float | None = None,
+        seed: int | None = None,
     ) -> None:
         """``session_idle``: a session (by ``Mcp-Session-Id``) without a request in flight for
         this many seconds is ended in the cassette (None: only DELETE or the end of the proxy
@@ -131,7 +133,8 @@ class RecordingProxy:
         """Set while the recorder keeps up: requests are read and forwarded."""
         self._taking.set()
         self._recordings = ProxyRecordings(cassette, self.target, session=session, tags=tags,
-                                           redact=redact, on_pressure=self._recorder_behind)
+                                           redact=redact, on_pressure=self._recorder_behind,
+                                           sample=sample, seed=seed)
         self._router = SessionRouter(self._recordings.open, self._recordings.close)
         self.idle: IdleSessions[str] = IdleSessions(session_idle, self._router.ended)
         self._exchanges = itertools.count(1)
@@ -145,6 +148,11 @@ class RecordingProxy:
     def session_count(self) -> int:
         """How many cassette sessions were recorded so far."""
         return self._recordings.count
+
+    @property
+    def sessions_skipped(self) -> int:
+        """How many sessions ``--sample`` left out (forwarded, not recorded)."""
+        return self._recordings.skipped
 
     def held(self) -> dict[str, int]:
         """What the proxy holds per session now (for tests and diagnostics): MCP sessions

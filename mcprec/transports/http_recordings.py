@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
+import time
+from types import SimpleNamespace
+from typing import Any
 from collections.abc import Callable
 
 from ..cassette import Cassette
@@ -31,7 +35,10 @@ class ProxyRecordings:
     def __init__(self, cassette: str | os.PathLike[str], target: str, *,
                  session: str | None = None, tags: dict[str, str] | None = None,
                  redact: Redactor | None = None,
-                 on_pressure: Callable[[bool], None] | None = None) -> None:
+                 on_pressure: Callable[[bool], None] | None = None,
+                 sample: float | None = None, seed: int | None = None) -> None:
+        """``sample``: the fraction of sessions recorded (each drawn as it begins, from a
+        generator seeded with ``seed``); the others are forwarded alone."""
         self.cassette_path = cassette
         self.target = target
         self.session_name = session
@@ -44,9 +51,15 @@ class ProxyRecordings:
         self._open: dict[int, ProcessSessionWriter] = {}  # by session id: those not ended
         self._recorder: RecorderProcess | None = None
         self._on_pressure = on_pressure
+        self.sample = sample
+        self.skipped = 0  # sessions not drawn by the sample
+        self._draw = random.Random(seed).random if sample is not None else None
 
-    def open(self, transport: str) -> ProcessSessionWriter:
+    def open(self, transport: str) -> SessionRecording:
         """A new session (``transport`` is ``http``, or ``sse`` for the legacy transport)."""
+        if self._draw is not None and self.sample is not None and self._draw() >= self.sample:
+            self.skipped += 1
+            return Unsampled(transport)
         self._count += 1
         name = proxy_session_name(self.target, self.session_name, self._count)
         if self._recorder is None:  # one recorder process for every session of this proxy
@@ -70,7 +83,7 @@ class ProxyRecordings:
     def close(self, writer: SessionRecording, status: str = "complete") -> None:
         """End one session: nothing of it is kept here after."""
         writer.close(status=status)
-        if writer.session is not None:
+        if writer.session is not None and writer.session.id is not None:
             self._open.pop(writer.session.id, None)
 
     @property
@@ -86,3 +99,30 @@ class ProxyRecordings:
         if self._recorder is not None:  # every session's last frames, then wait for commits
             self._recorder.end_input()
             await asyncio.to_thread(self._recorder.wait)
+
+
+class Unsampled:
+    """A session left out by ``--sample``: forwarded as any other, recorded nowhere."""
+
+    def __init__(self, transport: str) -> None:
+        self.start_ns = time.monotonic_ns()
+        self.session: Any = SimpleNamespace(transport=transport, id=None, name=None)
+
+    def now(self) -> int:
+        return time.monotonic_ns() - self.start_ns
+
+    def chunk(self, direction: str, data: bytes, t_ns: int) -> None:
+        pass
+
+    def stream_end(self, direction: str) -> None:
+        pass
+
+    def stderr_chunk(self, data: bytes, t_ns: int) -> None:
+        pass
+
+    def message(self, direction: str, raw: bytes, t_ns: int | None = None,
+                http: dict[str, Any] | None = None, context: str | None = None) -> None:
+        pass
+
+    def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:
+        pass
