@@ -178,17 +178,32 @@ def _size(value: str, hint: str) -> int:
 
 
 def _duration(value: str, hint: str, *, zero: bool = False) -> float:
-    """``500ms``, ``2s``, ``1.5m`` (or a plain number of seconds) -> seconds."""
+    """``500ms``, ``2s``, ``1.5m``, ``1h`` (or a plain number of seconds) -> seconds."""
     import re
 
-    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m)?\s*", value)
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*", value)
     if m is None:
         raise click.BadParameter(f"expected a duration such as 500ms, 2s or 1m, got {value!r}",
                                  param_hint=hint)
-    seconds = float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0}[m.group(2) or "s"]
+    seconds = float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[
+        m.group(2) or "s"]
     if seconds <= 0 and not zero:
         raise click.BadParameter("must be more than 0", param_hint=hint)
     return seconds
+
+
+def _session_idle(value: str) -> float | None:
+    """``--session-idle``: a duration, or ``off`` (None: sessions never expire)."""
+    if value.strip() == "off":
+        return None
+    return _duration(value, "--session-idle")
+
+
+SESSION_IDLE_HELP = (
+    "With --http or --target: end a client's session after DURATION without a request in "
+    "flight (a client that left without DELETE), releasing what it holds (the proxy ends its "
+    "cassette session; replay answers it 404 'Session not found' after, as a real server "
+    "does). off: never.")
 
 
 def _timing(value: str) -> float | None:

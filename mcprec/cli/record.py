@@ -10,8 +10,10 @@ import click
 
 from ._common import (
     CASSETTE_HELP,
+    SESSION_IDLE_HELP,
     CommandError,
     _duration,
+    _session_idle,
     _parse_tags,
     _redactor,
     _ServerCommand,
@@ -47,6 +49,13 @@ from ._common import (
 @click.option("--max-idle", "max_idle", metavar="DURATION",
               help="With --target: end the recording (exit 0) after DURATION (e.g. 30s, 500ms, "
                    "2m) with no request in flight and no traffic: for unattended recordings.")
+@click.option("--session-idle", "session_idle", default="10m", show_default=True,
+              metavar="DURATION|off", help=SESSION_IDLE_HELP)
+@click.option("--sample", "sample", type=float, metavar="FRACTION",
+              help="With --target: record this fraction of the client sessions (0 < FRACTION "
+                   "<= 1, each drawn as it begins); every session is forwarded all the same.")
+@click.option("--seed", type=int,
+              help="With --sample: the same seed draws the same sessions, in order.")
 @click.option("--allow-origin", "allow_origin", multiple=True, metavar="ORIGIN",
               help="With --target: a browser Origin to accept besides local ones "
                    "(repeatable); others get 403.")
@@ -69,7 +78,9 @@ from ._common import (
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(cassette: str | None, session: str | None, tags: tuple[str, ...], durable: bool,
            exit_timeout: float, target: str | None, listen: str, upstream_timeout: float,
-           allow_host: tuple[str, ...], max_idle: str | None, allow_origin: tuple[str, ...],
+           allow_host: tuple[str, ...], max_idle: str | None, session_idle: str,
+           sample: float | None, seed: int | None,
+           allow_origin: tuple[str, ...],
            max_message_size: str, scripts: tuple[str, ...], replace: bool, otlp: str | None,
            otlp_headers: tuple[str, ...], redact_paths: tuple[str, ...],
            redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...],
@@ -98,6 +109,13 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
     if idle is not None and (target is None or scripts):
         raise click.UsageError("--max-idle goes with --target URL (a stdio recording ends when "
                                "its client closes, a --script one when its steps are done)")
+    if (sample is not None or seed is not None) and (target is None or scripts):
+        raise click.UsageError("--sample and --seed go with --target URL")
+    if seed is not None and sample is None:
+        raise click.UsageError("--seed goes with --sample FRACTION")
+    if sample is not None and not 0 < sample <= 1:
+        raise click.BadParameter(f"a fraction in (0, 1] is needed, got {sample:g}",
+                                 param_hint="--sample")
     if scripts:
         _record_scripts(scripts, cassette, session, tags, durable, exit_timeout, target, listen,
                         upstream_timeout, max_message_size, replace,
@@ -113,7 +131,8 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
                              tags=_parse_tags(tags), timeout=upstream_timeout,
                              redact=_redactor(redact_paths, redact_keys, redact_patterns),
                              allowed_hosts=allow_host, allowed_origins=allow_origin,
-                             max_idle=idle))
+                             max_idle=idle, session_idle=_session_idle(session_idle),
+                             sample=sample, seed=seed))
     if not command:
         raise click.UsageError("missing the server command: mcprec record [OPTIONS] -- COMMAND...")
     from ..record.api import record_stdio

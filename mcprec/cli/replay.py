@@ -9,8 +9,10 @@ import click
 
 from ..modes import MODES
 from ._common import (
+    SESSION_IDLE_HELP,
     _duration,
     _redactor,
+    _session_idle,
     _timing,
     redaction_options,
 )
@@ -69,6 +71,8 @@ from ._common import (
               help="With --http and a recording mode: the real Streamable HTTP server (for "
                    "new_episodes, the requests the recording cannot answer go there and are "
                    "appended; once/all record through a proxy in front of it).")
+@click.option("--session-idle", "session_idle", default="10m", show_default=True,
+              metavar="DURATION|off", help=SESSION_IDLE_HELP)
 @click.option("--allow-unmatched", is_flag=True,
               help="Exit 0 even when a request had no recorded match (by default: exit 3).")
 @click.option("--fault", "fault_rules", multiple=True, metavar="RULE",
@@ -85,7 +89,8 @@ def replay(cassette: str | None, cassette_opt: str | None, session: str | None, 
            protocol_version: str, strict_order: bool, ignore: tuple[str, ...], repeat: str,
            report: str | None, http: bool, listen: str,
            url_path: str, allow_origin: tuple[str, ...], allow_host: tuple[str, ...],
-           target: str | None, allow_unmatched: bool, fault_rules: tuple[str, ...],
+           target: str | None, session_idle: str, allow_unmatched: bool,
+           fault_rules: tuple[str, ...],
            faults_file: str | None, seed: int | None,
            redact_paths: tuple[str, ...], redact_keys: tuple[str, ...],
            redact_patterns: tuple[str, ...], server: tuple[str, ...],
@@ -135,7 +140,8 @@ def replay(cassette: str | None, cassette_opt: str | None, session: str | None, 
                              allowed_origins=allow_origin, allowed_hosts=allow_host,
                              redact=redactor, allow_unmatched=allow_unmatched, faults=faults,
                              protocol_version=protocol_version, max_gap=gap, mode=mode,
-                             target=target, on_ready=click.echo))
+                             target=target, session_idle=_session_idle(session_idle),
+                             on_ready=click.echo))
     code = replay_stdio(cassette, session=session, mode=mode, server=list(server),
                         options=options, timing=scale, report=report, redact=redactor,
                         allow_unmatched=allow_unmatched, faults=faults,

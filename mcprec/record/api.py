@@ -113,6 +113,9 @@ def record_http(
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
     max_idle: float | None = None,
+    session_idle: float | None = 600.0,
+    sample: float | None = None,
+    seed: int | None = None,
 ) -> int:
     """Run a recording reverse proxy in front of the MCP endpoint at ``target`` until SIGINT or
     SIGTERM, or until ``max_idle`` seconds pass with no request in flight and no traffic (an
@@ -121,7 +124,10 @@ def record_http(
 
     Listening on a loopback address, the proxy answers only to local ``Host`` names, and to
     local browser ``Origin``s anywhere (``allowed_hosts`` and ``allowed_origins`` add more):
-    it rewrites ``Host`` to the target's, so the server's own check would never fire."""
+    it rewrites ``Host`` to the target's, so the server's own check would never fire.
+    A session without a request in flight for ``session_idle`` seconds is ended in the
+    cassette (None: never), so that a client that left without DELETE holds nothing.
+    ``sample``: record that fraction of the sessions (drawn with ``seed``), forward all."""
     from ..transports.http_proxy import RecordingProxy
     from .http_sessions import ProxyRecordings
     from ..transports.http_serve import Trust, bind, parse_listen, run_app, url_of
@@ -136,6 +142,7 @@ def record_http(
     proxy = RecordingProxy(target, path, session=session, tags=tags, timeout=timeout,
                            redact=redact if redact is not None else default_redactor(),
                            trust=Trust(host, allowed_hosts, allowed_origins),
+                           session_idle=session_idle, sample=sample, seed=seed,
                            recordings=ProxyRecordings)
     sock = bind(host, port)
     url = url_of(sock, proxy.path)
@@ -147,8 +154,8 @@ def record_http(
             on_ready(url)
 
     if run_app(proxy, sock, announce=ready, cleanup=proxy.aclose, max_idle=max_idle):
-        n = len(proxy.sessions)
-        if not n:  # unattended, and nothing came: a failed recording, not a quiet success
+        n = proxy.session_count
+        if not n and not proxy.sessions_skipped:  # unattended, and nothing came: a failed recording, not a quiet success
             _log.warning("record", f"no traffic for {max_idle:g} s (--max-idle) and no client "
                          f"ever connected: nothing recorded in {path}")
             return 1

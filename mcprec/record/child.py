@@ -303,8 +303,7 @@ def _read_frames(fd: int, path: str, inbox: _Inbox) -> None:
     first = open_marker(path)
     if first is not None:
         marker.append(first)
-    seen: set[int] = set()
-    closed: set[int] = set()
+    open_sids: set[int] = set()  # sessions with frames and no close yet
 
     def mark_ended(sid: int, exit_code: Any) -> None:
         """ended_at while status is still 'recording': readers wait until it is complete."""
@@ -340,7 +339,7 @@ def _read_frames(fd: int, path: str, inbox: _Inbox) -> None:
             if end > n:
                 break
             pos = end
-            seen.add(sid)
+            open_sids.add(sid)
             if kind == CHUNK or kind == STDERR:
                 if data is pending:  # changed below: the frame's own bytes
                     events.append((_CHUNK, sid, 2 if kind == STDERR else d, t_ns,
@@ -360,7 +359,7 @@ def _read_frames(fd: int, path: str, inbox: _Inbox) -> None:
             elif kind == CLOSE:
                 info = orjson.loads(data[a:end])
                 mark_ended(sid, info.get("exit_code"))
-                closed.add(sid)
+                open_sids.discard(sid)
                 events.append((_CLOSE, sid, info, 0))
                 urgent = True
         if data is pending:
@@ -375,7 +374,7 @@ def _read_frames(fd: int, path: str, inbox: _Inbox) -> None:
         if not urgent and len(data) < PIPE_SIZE // 16:
             time.sleep(BATCH_DELAY)
     # the pipe closed: mcprec is done, or died; what it sent is recorded, the rest ended now
-    for sid in seen - closed:
+    for sid in open_sids:
         mark_ended(sid, None)
     events.append((_EOF, 0))
     inbox.put(events, True)
@@ -406,8 +405,7 @@ def _main(path: str) -> int:
         from ..otel.live import LiveExport
 
         live = LiveExport.from_env(path)
-    recorders: dict[int, Any] = {}
-    closed: set[int] = set()
+    recorders: dict[int, Any] = {}  # the sessions not closed yet
 
     def recorder(sid: int) -> Any:
         rec = recorders.get(sid)
@@ -506,9 +504,10 @@ def _main(path: str) -> int:
                         cassette.set_backpressure(sid, **paused)
                 recorder(sid).finish(exit_code=info.get("exit_code"),
                                      status=info.get("status") or "complete")
-                closed.add(sid)
                 if live is not None:
                     live.closed(sid, info.get("status") or "complete")
+                recorders.pop(sid, None)  # committed and marked: nothing of it is kept
+                warned.discard(sid)
             elif tag == _EOF:  # mcprec is done, or died: what it sent is recorded
                 end_streams(None)
                 eof = True
@@ -539,9 +538,8 @@ def _main(path: str) -> int:
         if since_checkpoint >= CHECKPOINT_BYTES:
             since_checkpoint = 0
             checkpointer.ask()
-    for sid, r in recorders.items():
-        if sid not in closed:
-            r.finish(status="incomplete")
+    for r in recorders.values():  # closed ones were let go
+        r.finish(status="incomplete")
     checkpointer.close()
     with contextlib.suppress(Exception):
         checkpoint(cassette.connection)

@@ -321,6 +321,8 @@ class ProcessSessionWriter:
 
     def message(self, direction: str, raw: bytes, t_ns: int | None = None,
                 http: dict[str, Any] | None = None, context: str | None = AUTO) -> None:
+        if self._closed:  # ended (an HTTP session's DELETE): the recorder has let it go
+            return
         extra = orjson.dumps({"http": http, "context": context}) \
             if http is not None or context != AUTO else b""
         self.recorder.send_pieces(MESSAGE, self.session.id, self.now() if t_ns is None else t_ns,

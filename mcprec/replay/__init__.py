@@ -258,6 +258,7 @@ def replay_http(
     max_gap: float | None = None,
     mode: str | Mode = Mode.NONE,
     target: str | None = None,
+    session_idle: float | None = 600.0,
 ) -> int:
     """Serve a recorded session over Streamable HTTP (and legacy HTTP+SSE at ``/sse``) until
     SIGINT/SIGTERM. Calls ``on_ready(url)`` once listening (port 0 picks a free port; the
@@ -266,7 +267,8 @@ def replay_http(
     The record modes as for stdio, with the real server at ``target``: ``new_episodes``
     forwards the requests the recording cannot answer there and appends them to the replayed
     session; when the mode means recording (``once`` with nothing recorded, ``all``), this is
-    ``record_http`` in front of ``target``."""
+    ``record_http`` in front of ``target``. ``session_idle``: a client session without a
+    request in flight for this many seconds ends (None: never)."""
     from ..transports.http_serve import bind, parse_listen, run_app, url_of
     from .http import ReplayApp
 
@@ -296,7 +298,8 @@ def replay_http(
                         allowed_origins=tuple(allowed_origins),
                         allowed_hosts=tuple(allowed_hosts), redact=redact, faults=faults,
                         protocol_version=protocol_version, max_gap=max_gap, live=live,
-                        path=path)
+                        path=path, session_idle=session_idle,
+                        keep_reports=report is not None)
         url = url_of(sock, path)
 
         def ready() -> None:

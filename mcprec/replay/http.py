@@ -30,6 +30,7 @@ from ..matching import MatchOptions
 from ..transports.http_serve import (
     BodyTooLarge, ClientGone, Trust, header, read_body, refuse, send_simple,
 )
+from ..transports.session_idle import DEFAULT_SESSION_IDLE_S, IdleSessions
 from ..transports.sse import format_event, format_event_pieces
 from .engine import ReplaySession
 
@@ -65,10 +66,31 @@ class _ClientSession:
     legacy: bool = False
     streams: dict[str, asyncio.Queue[Out]] = field(default_factory=dict)
     background: asyncio.Queue[Out] = field(default_factory=lambda: asyncio.Queue(GET_BUFFER))
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class _Ended:
+    """What an ended client session leaves behind: its unmatched requests (for the exit
+    status) and, when a report is to be written, its report; never its engine."""
+
+    __slots__ = ("stats", "unmatched", "_report")
+
+    def __init__(self, unmatched: list[dict[str, Any]], report: dict[str, Any] | None) -> None:
+        self.stats = self  # as an engine's ``stats.unmatched``
+        self.unmatched = unmatched
+        self._report = report
+
+    def report(self) -> dict[str, Any]:
+        return self._report if self._report is not None else {"unmatched": self.unmatched}
 
 
 def _error(rid: Any, code: int, message: str) -> bytes:
     return wire.error_message(rid, code, message)
+
+
+SESSION_NOT_FOUND = _error(None, -32600, "Session not found")
+"""The answer (with 404) to a session id that is unknown, ended or expired, as the MCP SDK's
+servers give it: the client then initializes a new session."""
 
 
 class ReplayApp:
@@ -90,7 +112,13 @@ class ReplayApp:
         max_gap: float | None = None,
         live: Any = None,
         path: str | None = None,
+        session_idle: float | None = DEFAULT_SESSION_IDLE_S,
+        keep_reports: bool = False,
     ) -> None:
+        """``session_idle``: end a client session that has had no request in flight for this
+        many seconds (None: never). ``keep_reports``: keep each ended session's report for
+        ``engines()`` (``--report``); otherwise an ended session leaves only its unmatched
+        requests behind."""
         self.cassette = cassette
         self.path = None if path is None else path.rstrip("/")
         """The endpoint: anything else gets 404 (the legacy SSE endpoints aside); None: any."""
@@ -109,7 +137,14 @@ class ReplayApp:
         """new_episodes: the ``LiveHTTP`` every client's unmatched requests go to."""
         self.trust = Trust(bound_host, allowed_hosts, allowed_origins)
         self.sessions: dict[str, _ClientSession] = {}
-        self.finished: list[ReplaySession] = []
+        self.finished: list[_Ended] = []
+        """Ended client sessions: one each with ``keep_reports``, else one for them all."""
+        self.keep_reports = keep_reports
+        self.idle: IdleSessions[str] = IdleSessions(session_idle, self._expired)
+        if len(self._recorded()) > 1:  # read once, shared by every client's choice
+            from .choose import shared_candidates
+
+            shared_candidates(cassette, self._recorded(), options)
         self._sessionless: _ClientSession | None = None
         self._promises: dict[int, _Promises] = {}
         self.failure: McprecError | None = None
@@ -142,20 +177,48 @@ class ReplayApp:
         cs = _ClientSession(sid, engine, legacy)
         holder.append(cs)
         self.sessions[sid] = cs
+        self.idle.enter(sid)  # held by the request (or stream) that opens it
         return cs
 
     async def _end_session(self, cs: _ClientSession) -> None:
+        """The client's session is over (DELETE, idle, a disconnect): everything it held is
+        released; what it leaves behind is an ``_Ended``."""
+        if cs.ended.is_set():
+            return
+        cs.ended.set()  # a GET stream of the session ends
         self.sessions.pop(cs.id, None)
+        self.idle.forget(cs.id)
         await cs.engine.aclose()
-        self.finished.append(cs.engine)
+        self._ended(cs.engine)
+
+    def _ended(self, engine: ReplaySession) -> None:
+        if self.keep_reports:
+            engine.freeze()
+            self.finished.append(_Ended(engine.stats.unmatched, engine.report()))
+        elif engine.stats.unmatched:
+            if not self.finished:
+                self.finished.append(_Ended([], None))
+            self.finished[0].unmatched.extend(engine.stats.unmatched)
+
+    async def _expired(self, sid: str) -> None:
+        cs = self.sessions.get(sid)
+        if cs is not None:
+            _log.info("replay", f"client {sid[:8]}'s session ended after "
+                      f"{self.idle.idle:g} s without a request (--session-idle)")
+            await self._end_session(cs)
 
     async def aclose(self) -> None:
+        await self.idle.aclose()
         for cs in list(self.sessions.values()):
             await self._end_session(cs)
+        if self._sessionless is not None:
+            await self._end_session(self._sessionless)
         if self.live is not None:
             await self.live.aclose()
 
-    def engines(self) -> list[ReplaySession]:
+    def engines(self) -> list[Any]:
+        """The ended client sessions (``_Ended``) and the engines of those still open: each
+        with ``stats.unmatched`` and ``report()``."""
         return [*self.finished, *(cs.engine for cs in self.sessions.values())]
 
     def promises(self, session: Session) -> _Promises:
@@ -223,6 +286,21 @@ class ReplayApp:
                 await send_simple(send, 500, body)
 
     async def _route(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        sid = header(scope, b"mcp-session-id")
+        if sid is None and scope["method"] == "POST" and scope["path"].rstrip("/").endswith(
+                "/messages"):  # the legacy transport names its session in the query
+            sid = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("session_id")
+                   or [None])[0]
+        if sid is None or sid not in self.sessions:
+            await self._serve(scope, receive, send)
+            return
+        self.idle.enter(sid)  # a request in flight holds the session
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            self.idle.leave(sid)
+
+    async def _serve(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         method = scope["method"]
         path = scope["path"].rstrip("/")
         if self.path is not None and path != self.path and not path.endswith(("/sse",
@@ -240,7 +318,7 @@ class ReplayApp:
         elif method == "DELETE":
             cs = self.sessions.get(header(scope, b"mcp-session-id") or "")
             if cs is None:
-                await send_simple(send, 404, _error(None, -32001, "Session not found"))
+                await send_simple(send, 404, SESSION_NOT_FOUND)
                 return
             await self._end_session(cs)
             await send_simple(send, 200, b"")
@@ -272,7 +350,7 @@ class ReplayApp:
         if sid is not None:
             cs = self.sessions.get(sid)
             if cs is None:
-                await send_simple(send, 404, _error(None, -32001, "Session not found"))
+                await send_simple(send, 404, SESSION_NOT_FOUND)
                 return
         elif c.kind == wire.REQUEST and c.method == "initialize":
             cs = self._new_session()
@@ -281,13 +359,18 @@ class ReplayApp:
         else:
             if self._sessionless is None:  # stateless clients: one shared replay
                 self._sessionless = self._new_session()
+                self.idle.forget(self._sessionless.id)  # lasts as long as the server
             cs = self._sessionless
         if c.kind != wire.REQUEST:
             await cs.engine.receive(body)
             await send({"type": "http.response.start", "status": 202, "headers": extra})
             await send({"type": "http.response.body", "body": b""})
             return
-        await self._answer(cs, c, body, scope, send, extra, opening)
+        try:
+            await self._answer(cs, c, body, scope, send, extra, opening)
+        finally:
+            if opening:
+                self.idle.leave(cs.id)
 
     async def _opened(self, cs: _ClientSession, answer: dict[str, Any] | None) -> bool:
         """After an ``initialize`` opened ``cs``: whether the client gets its session id. Not
@@ -295,11 +378,11 @@ class ReplayApp:
         one of requests without a session id), nor when initialize failed."""
         if answer is not None or not self.promises(cs.engine.session).session_ids:
             self.sessions.pop(cs.id, None)
+            self.idle.forget(cs.id)
             if answer is None and self._sessionless is None:
                 self._sessionless = cs
             else:
-                await cs.engine.aclose()
-                self.finished.append(cs.engine)
+                await self._end_session(cs)
             return False
         return True
 
@@ -388,8 +471,8 @@ class ReplayApp:
             return
         if cs is None:
             await send_simple(send, 404 if sid else 400,
-                              _error(None, -32001, "Session not found" if sid else
-                                     "Mcp-Session-Id header required"))
+                              SESSION_NOT_FOUND if sid else
+                              _error(None, -32600, "Mcp-Session-Id header required"))
             return
         await self._stream_background(cs, receive, send, first=None)
 
@@ -401,18 +484,24 @@ class ReplayApp:
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         if first is not None:
             await send({"type": "http.response.body", "body": first, "more_body": True})
-        gone = asyncio.get_running_loop().create_task(_disconnected(receive))
+        loop = asyncio.get_running_loop()
+        gone = loop.create_task(_disconnected(receive))
+        ended = loop.create_task(cs.ended.wait())
         try:
             while cs.id in self.sessions:
-                getter = asyncio.get_running_loop().create_task(cs.background.get())
-                done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
-                if gone in done:
+                getter = loop.create_task(cs.background.get())
+                done, _ = await asyncio.wait({getter, gone, ended},
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:  # the client left, or its session ended (DELETE)
                     getter.cancel()
-                    return
+                    break
                 for piece in _event(getter.result()):
                     await send({"type": "http.response.body", "body": piece, "more_body": True})
+            if not gone.done():  # the session ended: so does its stream
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             gone.cancel()
+            ended.cancel()
             if cs.legacy:
                 await self._end_session(cs)
 
@@ -427,7 +516,7 @@ class ReplayApp:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         cs = self.sessions.get((query.get("session_id") or [""])[0])
         if cs is None or not cs.legacy:
-            await send_simple(send, 404, _error(None, -32001, "Session not found"))
+            await send_simple(send, 404, SESSION_NOT_FOUND)
             return
         try:
             body = await read_body(receive, MAX_BODY, scope)

@@ -43,6 +43,7 @@ from .http_upstream import (
     UpstreamUnreachable,
 )
 from .recording import SessionRecording
+from .session_idle import DEFAULT_SESSION_IDLE_S, IdleSessions
 from .sse import SSEParser, format_event
 
 HOP_BY_HOP = frozenset({
@@ -104,11 +105,18 @@ class RecordingProxy:
         max_body: int = MAX_BODY,
         redact: Redactor | None = None,
         trust: Trust | None = None,
+        session_idle: float | None = DEFAULT_SESSION_IDLE_S,
+        sample: float | None = None,
+        seed: int | None = None,
         recordings: Callable[..., Any],
     ) -> None:
-        """``recordings(cassette, target, session=, tags=, redact=, on_pressure=)`` opens the
-        cassette sessions the proxy reports to (``mcprec.record.http_sessions.ProxyRecordings``):
-        the proxy relays, the recording side writes."""
+        """``session_idle``: a session (by ``Mcp-Session-Id``) without a request in flight for
+        this many seconds is ended in the cassette (None: only DELETE or the end of the proxy
+        ends it); if its client comes back, what it sends goes to a new cassette session.
+        ``recordings(cassette, target, session=, tags=, redact=, on_pressure=, sample=, seed=)``
+        opens the cassette sessions the proxy reports to
+        (``mcprec.record.http_sessions.ProxyRecordings``): the proxy relays, the recording side
+        writes."""
         self.upstream = UpstreamTarget(target)
         self.target = self.upstream.url
         """The target as shown and stored: credentials in it replaced."""
@@ -130,14 +138,32 @@ class RecordingProxy:
         """Set while the recorder keeps up: requests are read and forwarded."""
         self._taking.set()
         self._recordings = recordings(cassette, self.target, session=session, tags=tags,
-                                      redact=redact, on_pressure=self._recorder_behind)
-        self._router = SessionRouter(self._recordings.open)
+                                      redact=redact, on_pressure=self._recorder_behind,
+                                      sample=sample, seed=seed)
+        self._router = SessionRouter(self._recordings.open, self._recordings.close)
+        self.idle: IdleSessions[str] = IdleSessions(session_idle, self._router.ended)
         self._exchanges = itertools.count(1)
 
     @property
     def sessions(self) -> list[str]:
-        """The names of the cassette sessions recorded so far."""
+        """The names of the cassette sessions recorded so far (the first 1,000)."""
         return self._recordings.names
+
+    @property
+    def session_count(self) -> int:
+        """How many cassette sessions were recorded so far."""
+        return self._recordings.count
+
+    @property
+    def sessions_skipped(self) -> int:
+        """How many sessions ``--sample`` left out (forwarded, not recorded)."""
+        return self._recordings.skipped
+
+    def held(self) -> dict[str, int]:
+        """What the proxy holds per session now (for tests and diagnostics): MCP sessions
+        routed by id, sessions being recorded, sessions whose idle time is counted."""
+        return {"routed": self._router.open_sessions, "recording":
+                self._recordings.open_sessions, "idle_tracked": len(self.idle)}
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -157,6 +183,7 @@ class RecordingProxy:
 
     async def aclose(self) -> None:
         """End every session, wait until all is committed, and close upstream connections."""
+        await self.idle.aclose()
         await self._recordings.aclose()
         self._router.clear()
         if self._client is not None:
@@ -191,6 +218,18 @@ class RecordingProxy:
             await send_simple(send, 502, _jsonrpc_error_body(None, f"mcprec: proxy error: {e}"))
 
     async def _handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        sid = header(scope, b"mcp-session-id")
+        if sid is None:
+            await self._exchange(scope, receive, send, None)
+            return
+        self.idle.enter(sid)  # a request in flight (a GET stream too) holds the session
+        try:
+            await self._exchange(scope, receive, send, sid)
+        finally:
+            self.idle.leave(sid)
+
+    async def _exchange(self, scope: dict[str, Any], receive: Any, send: Any,
+                        sid: str | None) -> None:
         method = scope["method"]
         raw_path = scope.get("raw_path") or scope["path"].encode()
         query = scope.get("query_string", b"")
@@ -204,7 +243,6 @@ class RecordingProxy:
             await send_simple(send, 413, _jsonrpc_error_body(
                 None, f"mcprec: request body larger than {self.max_body} bytes"))
             return
-        sid = header(scope, b"mcp-session-id")
         exchange = next(self._exchanges)
         req_headers = [(k, v) for k, v in scope["headers"] if k not in HOP_BY_HOP]
         messages = _client_messages(body)
@@ -278,8 +316,11 @@ class RecordingProxy:
     async def _relay(self, scope: dict[str, Any], receive: Any, send: Any, resp: UpstreamResponse,
                      writer: SessionRecording | None, exchange: int, sid: str | None,
                      rid: str | None, method: str, fresh: bool = False) -> None:
-        self._router.answered(writer, fresh, resp.headers.get("mcp-session-id"),
-                              resp.status_code)
+        new_sid = resp.headers.get("mcp-session-id")
+        self._router.answered(writer, fresh, new_sid, resp.status_code)
+        if fresh and new_sid and sid is None:  # the countdown of a new session begins
+            self.idle.enter(new_sid)
+            self.idle.leave(new_sid)
         content_type = resp.headers.get("content-type", "")
         is_sse = content_type.startswith("text/event-stream")
         resp_headers = [(k, v) for k, v in resp.headers.raw if k.lower() not in HOP_BY_HOP]
@@ -293,6 +334,8 @@ class RecordingProxy:
         if method == "DELETE":
             await self._send_whole(send, resp, resp_headers)
             self._router.deleted(sid, resp.status_code)
+            if sid is not None and 200 <= resp.status_code < 300:
+                self.idle.forget(sid)
             return
         if not is_sse:
             try:

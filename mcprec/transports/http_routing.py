@@ -17,9 +17,12 @@ from .recording import SessionRecording
 class SessionRouter:
     """The cassette sessions of one proxy by MCP session id, legacy endpoint, or none."""
 
-    def __init__(self, open_session: Callable[[str], SessionRecording]) -> None:
+    def __init__(self, open_session: Callable[[str], SessionRecording],
+                 close_session: Callable[[SessionRecording], None] | None = None) -> None:
         self._open = open_session
+        self._close = close_session if close_session is not None else _close
         self._by_id: dict[str, SessionRecording] = {}
+        self._sid_of: dict[SessionRecording, str] = {}
         self._legacy: dict[str, SessionRecording] = {}
         self._sessionless: SessionRecording | None = None
         self._probed = False  # the sessionless session holds a server/discover probe alone
@@ -37,6 +40,7 @@ class SessionRouter:
             writer = self._by_id.get(sid)
             if writer is None and method != "DELETE":
                 writer = self._by_id[sid] = self._open("http")
+                self._sid_of[writer] = sid
             return writer, False
         if method == "GET":
             return None, False  # legacy SSE, or a sessionless GET: per the response
@@ -54,6 +58,7 @@ class SessionRouter:
         opened; a 2xx answer to an opening request without one comes from a stateless server."""
         if new_sid and writer is not None and new_sid not in self._by_id:
             self._by_id[new_sid] = writer
+            self._sid_of[writer] = new_sid
         elif fresh and writer is not None and 200 <= status < 300:
             self._sessionless = writer  # a stateless server: see settle
 
@@ -65,15 +70,33 @@ class SessionRouter:
         here rather than leaving it open and incomplete."""
         if not fresh or writer is None or writer is self._sessionless:
             return
-        if any(w is writer for w in self._by_id.values()):
+        if self._by_id.get(self._sid_of.get(writer, "")) is writer:
             return
-        writer.close(status="complete")
+        self._close(writer)
 
     def deleted(self, sid: str | None, status: int) -> None:
         """A DELETE was answered: a 2xx answer ends the session."""
         w = self._by_id.pop(sid, None) if sid else None
-        if w is not None and 200 <= status < 300:
-            w.close(status="complete")
+        if w is not None:
+            self._sid_of.pop(w, None)
+            if 200 <= status < 300:
+                self._close(w)
+            else:  # the server kept it: still its session (e.g. 405, DELETE not allowed)
+                self._by_id[sid] = w  # type: ignore[index]
+                self._sid_of[w] = sid  # type: ignore[assignment]
+
+    def ended(self, sid: str) -> None:
+        """The session ``sid`` went idle for good (``--session-idle``): end its recording;
+        should the client come back with it, its requests open a new session."""
+        w = self._by_id.pop(sid, None)
+        if w is not None:
+            self._sid_of.pop(w, None)
+            self._close(w)
+
+    @property
+    def open_sessions(self) -> int:
+        """How many MCP sessions (by id) the router holds."""
+        return len(self._by_id)
 
     def sessionless(self) -> SessionRecording:
         """The session of traffic that names none (opened when first needed)."""
@@ -88,6 +111,11 @@ class SessionRouter:
 
     def clear(self) -> None:
         self._by_id.clear()
+        self._sid_of.clear()
         self._legacy.clear()
         self._sessionless = None
         self._probed = False
+
+
+def _close(writer: SessionRecording) -> None:
+    writer.close(status="complete")
