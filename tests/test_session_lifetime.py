@@ -23,6 +23,7 @@ import pytest
 from http_helpers import start_proxy, start_replay, start_sdk_http
 from helpers import run_mcprec
 from mcprec.cassette import Cassette
+from mcprec.record.http_sessions import ProxyRecordings
 from mcprec.replay.choose import shared_candidates
 from mcprec.replay.http import ReplayApp
 from mcprec.replay.playback import candidates
@@ -139,7 +140,8 @@ def many(upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_proxy_releases_sessions_on_delete_and_when_idle(upstream: Any, tmp_path: Path) -> None:
     """The proxy holds nothing of a DELETEd session, nor of one idle past --session-idle."""
     cassette = tmp_path / "proxy.db"
-    served = _Served(lambda: RecordingProxy(upstream.url, cassette, session_idle=0.3))
+    served = _Served(lambda: RecordingProxy(upstream.url, cassette, session_idle=0.3,
+                                          recordings=ProxyRecordings))
     try:
         for i in range(5):
             _session(served.url, f"deleted-{i}")

@@ -23,7 +23,7 @@ from ..cassette import Cassette
 from .process import ProcessSessionWriter, RecorderProcess, create_recorded_session
 from ..naming import proxy_session_name
 from ..redact import Redactor
-from .recording import SessionRecording
+from ..transports.recording import SessionRecording
 
 NAMES_KEPT = 1000
 """Session names kept for ``names`` (a proxy running for days records many more)."""
