@@ -7,6 +7,7 @@ was full.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -75,6 +76,53 @@ def _write_error(e: sqlite3.Error) -> CassetteWriteError:
     return CassetteWriteError("the disk is full" if full else str(e), full=full)
 
 
+RESERVE_BYTES = 256 * 1024
+"""Disk space a recording holds back beside its cassette (``<cassette>-reserve``), given up when
+the disk fills, so that the session can still be marked incomplete with what it lost (a few
+16 KiB pages in the WAL)."""
+_reserved: set[str] = set()
+
+
+def _reserve_path(conn: sqlite3.Connection) -> str | None:
+    try:
+        row = conn.execute("PRAGMA database_list").fetchone()
+    except sqlite3.Error:
+        return None
+    return f"{row[2]}-reserve" if row and row[2] else None
+
+
+def hold_reserve(conn: sqlite3.Connection) -> None:
+    """Write the reserve beside the cassette of ``conn`` (once per process and cassette); a
+    place that cannot take it (read-only, already full) goes without."""
+    path = _reserve_path(conn)
+    if path is None or path in _reserved:
+        return
+    _reserved.add(path)
+    try:
+        with open(path, "wb") as f:
+            f.write(b"\0" * RESERVE_BYTES)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def release_reserve(conn: sqlite3.Connection | None = None, *, path: str | None = None) -> bool:
+    """Give the reserve's space back (the end of a recording, or a full disk). Whether there
+    was one."""
+    if path is None:
+        path = _reserve_path(conn) if conn is not None else None
+    if path is None:
+        return False
+    _reserved.discard(path)
+    try:
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+
+
 class Pieces:
     """A large message as the pieces it is stored from: redacted stretches of JSON between its
     base64 payloads, and the payloads as views of the bytes read (never joined)."""
@@ -93,6 +141,7 @@ class RowSink:
         self._conn = conn
         self.session_id = session_id
         self._unplanned = False  # the session's replay plan dropped (at the first commit)
+        hold_reserve(conn)
 
     def commit(self, rows: list[tuple[Any, ...]], errs: list[tuple[Any, ...]],
                meta: dict[str, Any]) -> None:
@@ -180,20 +229,23 @@ class RowSink:
         """After a failed write: mark the session ended ``incomplete``, with how many messages
         were lost and why (once the failed transaction is rolled back, a full disk often has
         room for these two small rows). Whether it could."""
-        try:
-            with write_transaction(self._conn) as conn:
-                conn.execute(
-                    "UPDATE sessions SET ended_at = coalesce(ended_at, ?), status = "
-                    "'incomplete', exit_code = coalesce(?, exit_code) WHERE id = ?",
-                    (schema.now_iso(), exit_code, self.session_id))
-                conn.execute(
-                    "INSERT INTO session_losses (session_id, lost_messages, reason) "
-                    "VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET lost_messages = "
-                    "excluded.lost_messages, reason = excluded.reason",
-                    (self.session_id, lost, reason))
-            return True
-        except sqlite3.Error:
-            return False
+        for attempt in range(2):  # the second after giving up the reserve's space
+            try:
+                with write_transaction(self._conn) as conn:
+                    conn.execute(
+                        "UPDATE sessions SET ended_at = coalesce(ended_at, ?), status = "
+                        "'incomplete', exit_code = coalesce(?, exit_code) WHERE id = ?",
+                        (schema.now_iso(), exit_code, self.session_id))
+                    conn.execute(
+                        "INSERT INTO session_losses (session_id, lost_messages, reason) "
+                        "VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+                        "lost_messages = excluded.lost_messages, reason = excluded.reason",
+                        (self.session_id, lost, reason))
+                return True
+            except sqlite3.Error:
+                if attempt or not release_reserve(self._conn):
+                    return False
+        return False
 
 
 def mark_ended(path: Any, session_ids: Iterable[int], exit_code: Any, *,

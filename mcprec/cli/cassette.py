@@ -79,14 +79,15 @@ def scan(cassettes: tuple[str, ...], require: tuple[str, ...], redact_paths: tup
     click.echo(f"no secrets found in {len(cassettes)} cassette(s)", err=True)
 
 
-def _session_json(s: Any, redaction: dict[int, Any],
-                  backpressure: dict[int, Any]) -> dict[str, Any]:
-    """A session for `sessions --json`, with its redaction manifest (null: none recorded) and
-    how forwarding paused for the recorder (null: it never did)."""
+def _session_json(s: Any, redaction: dict[int, Any], backpressure: dict[int, Any],
+                  losses: dict[int, Any]) -> dict[str, Any]:
+    """A session for `sessions --json`, with its redaction manifest (null: none recorded), how
+    forwarding paused for the recorder (null: it never did) and what recording lost (null:
+    nothing)."""
     from ..show.timeline import session_dict
 
     return {**session_dict(s), "redaction": redaction.get(s.id),
-            "backpressure": backpressure.get(s.id)}
+            "backpressure": backpressure.get(s.id), "lost": losses.get(s.id)}
 
 
 @click.command()
@@ -103,17 +104,18 @@ def sessions(cassette: str, as_json: bool) -> None:
         found = c.sessions()
         redaction = c.redaction_manifests()
         backpressure = c.backpressure()
+        losses = c.losses()
         unanswered = unanswered_counts(c)
     if as_json:
         import orjson
 
-        click.echo(orjson.dumps([{**_session_json(s, redaction, backpressure),
+        click.echo(orjson.dumps([{**_session_json(s, redaction, backpressure, losses),
                                   "unanswered": unanswered.get(s.id, 0)} for s in found],
                                 option=orjson.OPT_INDENT_2))
     elif not found:
         click.echo(f"{cassette}: no sessions")
     else:
-        click.echo(format_table(session_rows(found, unanswered)))
+        click.echo(format_table(session_rows(found, unanswered, losses)))
 
 
 @click.command()
@@ -174,6 +176,10 @@ def show(cassette: str, session: str | None, as_json: bool, body: bool, with_std
             paused = c.backpressure([s]).get(s.id)
             if paused is not None:
                 click.echo(backpressure_line(paused))
+            lost = c.losses([s]).get(s.id)
+            if lost is not None:
+                click.echo(safe(f"lost {lost['lost_messages']} message(s) that were forwarded "
+                                f"but not recorded: {lost['reason']}"))
         shown = 0
         for m, latency in timeline(c, s):
             if keep is not None and not keep(m):

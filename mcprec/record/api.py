@@ -32,6 +32,12 @@ def check_command(argv: Sequence[str]) -> None:
         raise ServerStartError(f"cannot start server: command not found: {exe}")
 
 
+EXIT_LOST = 74
+"""The exit status of a recording that lost messages (a write to the cassette failed: a full
+disk, a removed file), whatever the server's (EX_IOERR of sysexits.h). Where nothing was lost,
+``mcprec record`` exits with the server's code."""
+
+
 def record_stdio(
     argv: Sequence[str],
     *,
@@ -72,9 +78,6 @@ def record_stdio(
         code = run_loop(tap.run())
         started = True
         status = "complete"
-        return code
-    except ServerStartError:
-        raise
     finally:
         writer.close(exit_code=code, status=status)
         if not started and code is None:
@@ -83,6 +86,9 @@ def record_stdio(
                     c.delete_session(name)  # the server never ran: no empty session left
         if writer.error is not None:
             _log.warning("record", f"recording to {path} was incomplete: {writer.error}")
+    if writer.lost:  # said on stderr by the recorder, with the cause and the count
+        return EXIT_LOST
+    return code if code is not None else 1
 
 
 def open_recording(
@@ -161,4 +167,6 @@ def record_http(
             return 1
         _log.info("record", f"no traffic for {max_idle:g} s (--max-idle): recording ended, "
                   f"{n} session{'' if n == 1 else 's'} in {path}")
+    if proxy.lost:  # said on stderr by the recorder, with the cause and the count
+        return EXIT_LOST
     return 0

@@ -30,8 +30,11 @@ from ..cassette.rows import (
     checkpoint,
     manual_checkpoints,
     open_marker,
+    release_reserve,
 )
 from .frames import (
+    ACK_COMMITTED,
+    ACK_LOST,
     _DIRS,
     _HEAD,
     CHUNK,
@@ -412,6 +415,7 @@ def _main(path: str) -> int:
         if rec is None:
             rec = recorders[sid] = Recorder(cassette.connection, cassette.session_by_id(sid),
                                             path=path, redact=redactor)
+            rec.on_fail = lambda: _ack(ACK_LOST)
         return rec
 
     def oversize(rec: Any, direction: str, head: Any, size: int, t: int) -> None:
@@ -534,7 +538,7 @@ def _main(path: str) -> int:
                 if live is not None:
                     live.committed(recorders)
         if acks:
-            _ack(b"k" * acks)
+            _ack(ACK_COMMITTED * acks)
         if since_checkpoint >= CHECKPOINT_BYTES:
             since_checkpoint = 0
             checkpointer.ask()
@@ -543,6 +547,7 @@ def _main(path: str) -> int:
     checkpointer.close()
     with contextlib.suppress(Exception):
         checkpoint(cassette.connection)
+    release_reserve(cassette.connection)
     cassette.close()
     if live is not None:
         live.close()

@@ -49,3 +49,7 @@ MAX_BACKLOG = 32 * 1024 * 1024
 """Bytes read but not yet recorded that the recorder holds before it stops reading (then the
 pipe and the tap's buffer fill, and the tap pauses at its high water mark)."""
 PIPE_SIZE = 1024 * 1024
+ACK_COMMITTED = b"k"
+"""The recorder's answer on its stdout to a SYNC: everything sent so far is committed."""
+ACK_LOST = b"L"
+"""Said on its stdout once when a write to the cassette failed: messages are being lost."""

@@ -91,6 +91,11 @@ class ProxyRecordings:
         """How many sessions are being recorded (begun and not ended)."""
         return len(self._open)
 
+    @property
+    def lost(self) -> bool:
+        """Whether the recorder said a write to the cassette failed (messages were lost)."""
+        return self._recorder is not None and self._recorder.lost
+
     async def aclose(self) -> None:
         """End every session still open and wait until everything is committed."""
         for w in self._open.values():  # close() is idempotent

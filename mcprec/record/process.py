@@ -46,6 +46,8 @@ import orjson
 from .. import _log
 from ..cassette.rows import mark_ended
 from .frames import (
+    ACK_COMMITTED,
+    ACK_LOST,
     _DIR_CODE,
     _HEAD,
     _IOV,
@@ -103,6 +105,8 @@ class RecorderProcess:
         self._scheduled = False
         self._watching = False
         self.broken = False
+        self.lost = False
+        """The recorder said a write failed: messages forwarded are not all recorded."""
         self.on_pressure: Callable[[bool], None] | None = None
         self._pressed = False
 
@@ -234,10 +238,10 @@ class RecorderProcess:
         """Block until the recorder has committed everything sent so far."""
         self.send(SYNC, session_id, 0)
         self.flush_blocking()
-        if not self.broken and not self._read_ack(b"k", None):
+        if not self.broken and not self.read_ack(ACK_COMMITTED, None):
             self._broke(EOFError("no acknowledgement"))
 
-    def _read_ack(self, want: bytes, timeout: float | None) -> bool:
+    def read_ack(self, want: bytes, timeout: float | None) -> bool:
         """Wait for the recorder's acknowledgement ``want`` (``k``: committed)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
@@ -251,8 +255,20 @@ class RecorderProcess:
                 return False
             if not got:
                 return False
-            if got == want:
+            if got == ACK_LOST:
+                self.lost = True
+            elif got == want:
                 return True
+
+    def drain_acks(self) -> None:
+        """Read what the recorder said and nobody waited for (``lost``), without waiting."""
+        with contextlib.suppress(OSError, ValueError):
+            while select.select([self._ack_fd], [], [], 0)[0]:
+                got = os.read(self._ack_fd, 4096)
+                if not got:
+                    return
+                if ACK_LOST in got:
+                    self.lost = True
 
 
     def close(self, timeout: float | None = None) -> int | None:
@@ -271,12 +287,13 @@ class RecorderProcess:
     def wait(self, timeout: float | None = None) -> int | None:
         """Wait for the recorder to commit everything and exit (any thread)."""
         try:
-            return self._proc.wait(timeout)
+            code = self._proc.wait(timeout)
         except self._subprocess.TimeoutExpired:
-            return None
-        finally:
-            if self._proc.stdout is not None:
-                self._proc.stdout.close()
+            return None  # still writing: what it says is read later (drain_acks, detach)
+        self.drain_acks()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        return code
 
     def detach(self) -> None:
         """Leave the recorder to finish on its own: it outlives this process, if need be."""
@@ -351,6 +368,12 @@ class ProcessSessionWriter:
                 "bound_bytes": HIGH_WATER}
         self.recorder.send(CLOSE, self.session.id, self.now(), orjson.dumps(info))
         if self._own:
+            # the rest committed, briefly waited for: a write that fails on it (a full disk)
+            # is then known here, for the exit status, and not only said on stderr
+            self.recorder.send(SYNC, self.session.id, 0)
+            self.recorder.flush_blocking()
+            if not self.recorder.broken:
+                self.recorder.read_ack(ACK_COMMITTED, END_MARK_TIMEOUT)
             self.recorder.end_input()
             # marked here, not by the recorder: its threads share one interpreter, which a
             # 100 MB message keeps busy for a second
@@ -360,7 +383,15 @@ class ProcessSessionWriter:
             code = self.recorder.wait(0)
             if code is not None and code != 0:
                 self.error = RuntimeError(f"the recorder exited with code {code}")
+            self.recorder.drain_acks()
             self.recorder.detach()
+
+    @property
+    def lost(self) -> bool:
+        """Whether the recorder said, by now, that a write to the cassette failed."""
+        if not self.recorder.lost:
+            self.recorder.drain_acks()
+        return self.recorder.lost
 
 
 def create_recorded_session(path: str | os.PathLike[str], name: str, *, transport: str,

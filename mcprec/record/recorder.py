@@ -93,6 +93,8 @@ class Recorder:
         """Messages made into rows that could not be written (after a write error)."""
         self.marked = False
         """Whether the loss could be stored in the cassette (``session_losses``)."""
+        self.on_fail: Any = None
+        """Called once when a write fails (the recorder process tells the tap)."""
         self._redact = redact
         self._seq = first_seq
         self._bytes = 0
@@ -174,15 +176,13 @@ class Recorder:
     def commit(self) -> None:
         """Write what is pending in one transaction (retrying while another writer holds the
         lock). Errors are reported once and recording stops; forwarding is never affected."""
-        if self.error is None:
-            self._make_rows()
-        else:
-            self._added, self._added_bytes = [], 0
+        if self.error is not None:  # recording stopped: what comes is counted, not kept
+            self.lost += len(self._added) + len(self._rows)
+            self._added, self._added_bytes, self._rows, self._errs = [], 0, [], []
+            return
+        self._make_rows()
         rows, self._rows = self._rows, []
         errs, self._errs = self._errs, []
-        if self.error is not None:
-            self.lost += len(rows)
-            return
         if not rows and not errs and not self._meta:
             return
         meta, self._meta = self._meta, {}
@@ -200,9 +200,12 @@ class Recorder:
         many messages were lost, when a write failed."""
         self.commit()
         if self.error is not None:
-            self.lost += self.pending
             self.marked = self._sink.mark_lost(exit_code=exit_code, lost=self.lost,
                                                reason=self.reason or "a write failed")
+            where = "the session is marked incomplete" if self.marked else \
+                "the session could not be marked (it reads as incomplete)"
+            _log.warning("record", f"session {self.session.name!r} of {self.path} lost "
+                         f"{self.lost} message(s) ({self.reason}); {where}")
             return
         try:
             failed = self._sink.finish(status=status, exit_code=exit_code, build_plan=True)
@@ -223,6 +226,8 @@ class Recorder:
     def _fail(self, e: BaseException) -> None:
         if self.error is None:
             self.error = e
+            if self.on_fail is not None:
+                self.on_fail()
             _log.warning("record", f"cannot write to cassette {self.path}: {e}; traffic is still "
                          "forwarded but no longer recorded")
 

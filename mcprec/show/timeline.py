@@ -60,9 +60,10 @@ def backpressure_line(paused: dict[str, int]) -> str:
             f"the recorder (memory bound {paused['bound_bytes'] >> 20} MiB)")
 
 
-def session_rows(sessions: Iterable[Session], unanswered: dict[int, int] | None = None
-                 ) -> list[list[str]]:
-    """The rows of ``mcprec sessions``; ``unanswered``: session id -> requests with no answer."""
+def session_rows(sessions: Iterable[Session], unanswered: dict[int, int] | None = None,
+                 losses: dict[int, Any] | None = None) -> list[list[str]]:
+    """The rows of ``mcprec sessions``; ``unanswered``: session id -> requests with no answer;
+    ``losses``: session id -> what recording lost (``Cassette.losses``)."""
     rows = [["NAME", "STARTED", "TARGET", "SERVER", "MSGS", "UNANS", "DURATION", "STATUS"]]
     for s in sessions:
         target = safe(s.target_label)
@@ -71,9 +72,15 @@ def session_rows(sessions: Iterable[Session], unanswered: dict[int, int] | None 
         rows.append([safe(cell) for cell in (
             s.name, s.started_at[:19].replace("T", " "), target, s.server_label or "-",
             str(s.message_count), str((unanswered or {}).get(s.id, 0)),
-            human_duration_ns(s.duration_ns), s.status,
+            human_duration_ns(s.duration_ns), _status(s, (losses or {}).get(s.id)),
         )])
     return rows
+
+
+def _status(s: Session, lost: dict[str, Any] | None) -> str:
+    if lost is None:
+        return s.status
+    return f"{s.status} (lost {lost['lost_messages']}: {lost['reason']})"
 
 
 def format_table(rows: list[list[str]]) -> str:

@@ -145,6 +145,12 @@ class RecordingProxy:
         self._exchanges = itertools.count(1)
 
     @property
+    def lost(self) -> bool:
+        """Whether recording lost messages (a write to the cassette failed): said by the
+        recordings once they are closed."""
+        return bool(getattr(self._recordings, "lost", False))
+
+    @property
     def sessions(self) -> list[str]:
         """The names of the cassette sessions recorded so far (the first 1,000)."""
         return self._recordings.names
