@@ -14,6 +14,8 @@ on (session, method, match_key) the first time its key is seen.
 
 from __future__ import annotations
 
+import os
+
 import collections
 from collections.abc import Callable, Sequence
 
@@ -53,6 +55,13 @@ FIRST_WINDOW = 256
 request after ``initialize`` waits for the first window (a 5,000-request session: 10 ms with a
 window of 2,000 at once, in-process)."""
 
+
+RERECORD = "--mode new_episodes, or --mode all"
+"""How a no-match report says to re-record; under pytest the plugin says it with its own
+option (``RERECORD_PYTEST``). ``once`` is not one: it never records over a session."""
+RERECORD_PYTEST = "pytest --mcprec-mode=new_episodes, or --mcprec-mode=all"
+CONTEXT_ENV = "MCPREC_CONTEXT"
+"""Set to ``pytest`` by the plugin for the replays it starts."""
 
 class MatchOptions(Plain):
     """How incoming requests are matched to recorded ones (a ``Plain`` class, not a
@@ -664,8 +673,9 @@ class Matcher:
                 if len(diffs) > 8:
                     lines.append(f"       ... and {len(diffs) - 8} more differences")
         lines.append(
-            "  to accept it: re-record (--mode new_episodes or once), or --ignore the "
-            "volatile paths"
+            f"  to accept it: re-record ("
+            f"{RERECORD_PYTEST if os.environ.get(CONTEXT_ENV) == 'pytest' else RERECORD}), "
+            "or --ignore the volatile paths"
         )
         report = "\n".join(lines)
         return NoMatchError(head, report, request=obj, candidates=closest)

@@ -13,6 +13,7 @@ from .. import _log
 from ..cassette import Cassette
 from .process import ProcessSessionWriter, RecorderProcess, create_recorded_session
 from ..redact import Redactor, default_redactor
+from ..wire import SERVER_TO_CLIENT
 from ..errors import CassetteError, McprecError, ServerStartError
 from ..naming import SESSION_ENV, default_cassette, default_http_cassette, default_session_name
 from ..transports.stdio import StdioTap, run_loop
@@ -170,3 +171,25 @@ def record_http(
     if proxy.lost:  # said on stderr by the recorder, with the cause and the count
         return EXIT_LOST
     return 0
+
+
+def failed_recording(path: str | os.PathLike[str], session: str) -> str | None:
+    """Why session ``session`` of ``path`` is no recording to keep, or None: its server sent
+    nothing, or never answered the client's first request. The reason ends with the last line
+    the server wrote on stderr, if it wrote one."""
+    with Cassette.open(path) as c:
+        s = c.session(session)
+        first = c.next_request(s, -1)
+        if first is None:  # the client asked nothing: nothing the server could have failed
+            return None
+        sent = any(m.direction == SERVER_TO_CLIENT for m in c.messages(s))
+        if sent and c.answer(s, first.seq) is not None:
+            return None
+        said = [line.line.strip() for line in c.stderr(s) if line.line.strip()]
+    why = (f"the server never answered {first.method or 'the first request'}" if sent
+           else "the server sent nothing")
+    if s.exit_code is not None:
+        why += f" (it exited with {s.exit_code})"
+    if said:
+        why += f"; its last stderr line: {said[-1]}"
+    return why

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 from .. import _log
 from ..cassette import Cassette
-from ..errors import SessionNotFoundError, UsageError
+from ..errors import McprecError, SessionNotFoundError, UsageError
 from ..matching import MatchOptions
 from ..modes import MODES, Mode
 from .playback import Playback, candidates
@@ -107,13 +107,7 @@ def _replay_stdio(path: Path, session: str | None, mode: Mode, server: Sequence[
                 f"mode {mode.value!r} needs to record {path} but no server command was given; "
                 "add it after `--`"
             )
-        from ..record.api import record_stdio
-
-        if mode is Mode.ALL and session is not None and path.exists():
-            with Cassette.open(path) as c:
-                if any(s.name == session for s in c.sessions()):
-                    c.delete_session(session)
-        return record_stdio(list(server), cassette=path, session=session, redact=redact)
+        return _record_stdio_instead(path, session, mode, server, redact, report)
 
     c = Cassette.open(path)
     try:
@@ -237,6 +231,44 @@ def _write_report(report: str | os.PathLike[str], engines: list[Any], faults: An
         **({"faults": faults.report()} if faults else {}),
     }
     Path(report).write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+def _record_stdio_instead(path: Path, session: str | None, mode: Mode, server: Sequence[str],
+                          redact: Any, report: str | os.PathLike[str] | None) -> int:
+    """Record in place of replaying. A recording whose server sent nothing or never answered
+    the first request is not kept (the test or the client fails with why), and under ``all``
+    it never replaces the session it would have: it is recorded under a name of its own and
+    takes the session's place only once it is known to be good."""
+    from ..record.api import failed_recording, record_stdio
+    from ..naming import SESSION_ENV, default_session_name
+
+    replacing = False
+    if mode is Mode.ALL and session is not None and path.exists():
+        with Cassette.open(path) as c:
+            replacing = any(s.name == session for s in c.sessions())
+    name = session or os.environ.get(SESSION_ENV) or default_session_name(list(server))
+    recording_as = f"{name}.recording-{os.getpid()}" if replacing else name
+    code = record_stdio(list(server), cassette=path, session=recording_as, redact=redact)
+    try:
+        why = failed_recording(path, recording_as)
+    except McprecError:  # nothing was stored (the server never started)
+        return code
+    with Cassette.open(path) as c:
+        if why is not None:
+            c.delete_session(recording_as)
+            kept = f"; session {name!r} kept as it was" if replacing else ""
+            _log.warning("replay", f"recording {name!r} into {path} failed: {why}; the "
+                         f"recording was not kept{kept}")
+            if report is not None:
+                import json
+
+                Path(report).write_text(json.dumps({"recording_failed": why, "session": name}),
+                                        encoding="utf-8")
+            return code or 1
+        if replacing:
+            c.delete_session(name)
+            c.rename_session(recording_as, name)
+    return code
 
 
 def replay_http(

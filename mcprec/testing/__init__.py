@@ -30,6 +30,7 @@ import orjson
 from ..errors import McprecError, ReplayError, ServerStartError, UsageError
 from ..matching import MatchOptions
 from ..cassette.lock import cassette_lock as cassette_lock  # where it was
+from ..matching import CONTEXT_ENV
 from ..modes import Mode
 
 
@@ -105,6 +106,8 @@ class ReplayServer:
     """With ``timing``: the longest recorded pause replayed (``mcprec replay --max-gap``)."""
     protocol_version: str = "recorded"
     """``rewrite``: answer ``initialize`` with the client's protocol version."""
+    context: str | None = None
+    """``pytest`` when the plugin made it: the replay's hints name ``--mcprec-mode``."""
     launched: bool = field(default=False, init=False, compare=False)
     """Whether the launch parameters were read (``args``, ``argv`` or ``params``): a test that
     never read them never started the replay, and no report will come."""
@@ -139,6 +142,8 @@ class ReplayServer:
             from mcp.client.stdio import get_default_environment
 
             env = get_default_environment()
+        if self.context is not None:  # the replay's hints say the context's options
+            env.setdefault(CONTEXT_ENV, self.context)
         return StdioServerParameters(command=self.command, args=self.args, env=env)
 
     def report(self, wait: float = 5.0) -> dict[str, Any]:
@@ -210,6 +215,7 @@ def check_replay(
     allow_unmatched: bool = False,
     all_played: bool = False,
     stderr: str = "",
+    rerecord: str | None = None,
 ) -> None:
     """Raise ``AssertionError`` when the replay's ``report`` lists a request that had no
     recorded match (unless ``allow_unmatched``) or, with ``all_played``, a recorded request that
@@ -228,6 +234,10 @@ def check_replay(
             rid, method = orjson.dumps(u.get("id")).decode(), str(u.get("method"))
             found = u.get("report") or _take(misses, rid, method)
             if found:
+                if rerecord is not None:  # said with the option of the caller's context
+                    from ..matching import RERECORD
+
+                    found = found.replace(RERECORD, rerecord)
                 lines += ["  " + line for line in found.splitlines()]
             else:
                 lines.append(f"  id={rid} {method} (its closest recorded requests are in the "

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from ..errors import ReplayError, SessionNotFoundError, UsageError
@@ -211,6 +212,8 @@ class _Check:
 
 _CHECKS = pytest.StashKey[list[_Check]]()
 _CALL = pytest.StashKey[pytest.TestReport]()
+_WHY_FAILED = pytest.StashKey[list[Callable[[], "str | None"]]]()
+"""Said beside a failing test's own failure: why the recording it made was not kept."""
 
 
 def _captured_stderr(report: pytest.TestReport) -> str:
@@ -232,6 +235,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                 report.outcome = "failed"
                 report.longrepr = failure
                 break
+    if report.when == "call" and report.failed:
+        for why in item.stash.get(_WHY_FAILED, []):
+            said = why()
+            if said is not None:
+                report.sections.append(("mcprec", said))
     return report
 
 
@@ -252,15 +260,34 @@ def _watched(request: pytest.FixtureRequest, verdict: Verdict) -> Iterator[None]
 
 def _replay_verdict(report: dict[str, Any], cassette: Path, kwargs: dict[str, Any],
                     stderr: str) -> str | None:
+    from ..matching import RERECORD_PYTEST
     from . import check_replay
 
     try:
         check_replay(report, cassette=cassette,
                      allow_unmatched=bool(kwargs.get("allow_unmatched", False)),
-                     all_played=bool(kwargs.get("assert_all_played", False)), stderr=stderr)
+                     all_played=bool(kwargs.get("assert_all_played", False)), stderr=stderr,
+                     rerecord=RERECORD_PYTEST)
     except AssertionError as e:
         return str(e)
     return None
+
+
+def _failed_recording(report: Path | None) -> str | None:
+    """Why the replay process did not keep its recording (its server sent nothing or never
+    answered the first request), as it wrote in its report; None when it said nothing so."""
+    if report is None or not report.exists():
+        return None
+    try:
+        said = orjson.loads(report.read_bytes())
+    except orjson.JSONDecodeError:
+        return None
+    why = said.get("recording_failed") if isinstance(said, dict) else None
+    if not why:
+        return None
+    return (f"mcprec: recording session {said.get('session')!r} failed: {why}; nothing was "
+            "kept, so the next run records again (fix the server, or its command in "
+            "@pytest.mark.mcprec(server=[...]))")
 
 
 def _recording_verdict(cassette: Path, session: str, existed: bool, final: bool) -> str | None:
@@ -344,11 +371,29 @@ def mcprec_server(
             allow_unmatched=bool(kwargs.get("allow_unmatched", False)),
             faults=_faults(kwargs), seed=kwargs.get("seed"), **_pacing(kwargs),
         )
+        rs.context = "pytest"
+        def why_failed() -> str | None:
+            """Beside a failing body's own error: the recording not kept, or the requests the
+            replay could not answer (with their closest recorded requests)."""
+            if recording:
+                return _failed_recording(rs.report_path)
+            if not rs.launched:
+                return None
+            try:
+                report = rs.report(wait=3.0)
+            except ReplayError:
+                return None
+            return _replay_verdict(report, cassette, {**kwargs, "assert_all_played": False}, "")
+
+        request.node.stash.setdefault(_WHY_FAILED, []).append(why_failed)
 
         def verdict(final: bool, captured: str) -> str | None:
             if recording:
                 if not rs.launched:
                     final = True  # nothing will come
+                failed = _failed_recording(rs.report_path)
+                if failed is not None:
+                    return failed
                 return _recording_verdict(cassette, str(session), existed, final)
             if not rs.launched:
                 if kwargs.get("assert_all_played"):
