@@ -35,7 +35,7 @@ def expand_cassettes(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
 
 def reference_sessions(cassette: str | os.PathLike[str]) -> list[str]:
     """The sessions of a cassette that are not verification runs, oldest first."""
-    with Cassette.open(cassette) as c:
+    with Cassette.open(cassette, read_only=True) as c:
         return [s.name for s in c.sessions() if "verify_of" not in s.tags]
 
 
