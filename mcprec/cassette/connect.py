@@ -129,6 +129,13 @@ def _unwritable_place(path: Path) -> bool:
     return not os.access(path.parent, os.W_OK)
 
 
+def unwritable(path: str | os.PathLike[str]) -> bool:
+    """Whether the cassette at ``path`` cannot be written here: its filesystem is read-only,
+    or the file or its folder is not writable by this user."""
+    p = Path(path)
+    return _unwritable_place(p) or (p.exists() and not os.access(p, os.W_OK))
+
+
 def _open_read_only(path: Path) -> sqlite3.Connection:
     def attempt(query: str) -> sqlite3.Connection:
         conn = sqlite3.connect(_sqlite_uri(path, query), uri=True, timeout=BUSY_TIMEOUT_S,
