@@ -290,6 +290,7 @@ class Cassette:
         except sqlite3.OperationalError:  # a cassette of an older format: no manifests
             return False
 
+    @_translated
     def set_redaction_manifest(self, session: Session | int, manifest: dict[str, Any]) -> None:
         """Store (or replace) a session's redaction manifest."""
         sid = session.id if isinstance(session, Session) else session
@@ -332,6 +333,7 @@ class Cassette:
         return {sid: {"pauses": n, "paused_ms": ms, "bound_bytes": bound}
                 for sid, n, ms, bound in rows}
 
+    @_translated
     def set_backpressure(self, session: Session | int, *, pauses: int, paused_ms: int,
                          bound_bytes: int) -> None:
         """Store (or replace) how often and how long forwarding paused for the recorder."""
@@ -365,6 +367,7 @@ class Cassette:
         "recorder_pid",
     })
 
+    @_translated
     def update_session(self, session: Session, **fields: Any) -> None:
         """Set session columns; JSON-valued ones may be given as Python values."""
         unknown = set(fields) - self._UPDATABLE
@@ -380,6 +383,7 @@ class Cassette:
         self._conn.execute(f"UPDATE sessions SET {cols} WHERE id = ?", (*args, session.id))
         self._stored = None
 
+    @_translated
     def rename_session(self, old: str, new: str) -> None:
         session = self.session(old)
         try:
@@ -387,6 +391,7 @@ class Cassette:
         except sqlite3.IntegrityError as e:
             raise CassetteError(f"cassette {self.path} already has a session named {new!r}") from e
 
+    @_translated
     def delete_session(self, name: str) -> None:
         session = self.session(name)
         with write_transaction(self._conn) as conn:
