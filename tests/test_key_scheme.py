@@ -85,8 +85,9 @@ def test_a_session_of_this_scheme_replays_without_orjson(tmp_path: Path) -> None
 
 
 def test_a_session_recorded_before_is_checked_and_replays_the_same(tmp_path: Path) -> None:
-    """Format 5: migrated on opening, its session's scheme unknown (NULL): the stored keys are
-    checked by making one, and the answers are the same."""
+    """Format 5: replayed as it is (replay never writes), migrated by a writable opening; its
+    session's scheme unknown (NULL): the stored keys are checked by making one, and the answers
+    are the same."""
     path = _cassette(tmp_path / "c.db")
     _as_format_5(path)
     out, said = _replay(path)
@@ -96,17 +97,21 @@ def test_a_session_recorded_before_is_checked_and_replays_the_same(tmp_path: Pat
     with open_cassette(path) as c:
         assert c.session("s").key_scheme is None
         assert c.connection.execute(
+            "SELECT value FROM meta WHERE key = 'format_version'").fetchone()[0] == "5"
+    with open_cassette(path, read_only=False) as c:
+        assert c.session("s").key_scheme is None
+        assert c.connection.execute(
             "SELECT value FROM meta WHERE key = 'format_version'").fetchone()[0] == str(
             FORMAT_VERSION)
 
 
 def test_a_cassette_of_format_5_opened_read_only_is_read_as_it_is(tmp_path: Path) -> None:
     """Not migrated (``mcprec view`` opens cassettes so): its sessions' scheme is unknown."""
-    from mcprec.cassette.views import open_read_only
+    from mcprec.cassette import Cassette
 
     path = _cassette(tmp_path / "c.db")
     _as_format_5(path)
-    with open_read_only(path) as c:
+    with Cassette.open(path, read_only=True) as c:
         session = c.session("s")
         assert session.key_scheme is None and session.name == "s"
         assert [s.name for s in c.sessions_latest_first()] == ["s"]

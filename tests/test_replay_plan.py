@@ -245,12 +245,11 @@ def _in_process(c: Cassette) -> list[bytes]:
 
 
 def test_an_older_read_only_cassette_replays_without_a_plan(cassette: Path) -> None:
-    from mcprec.cassette.views import open_read_only
 
     with Cassette.open(cassette) as c:
         before = _in_process(c)
     _as_format_6(cassette)
-    with open_read_only(cassette) as c:
+    with Cassette.open(cassette, read_only=True) as c:
         assert not c.planned
         assert _in_process(c) == before
     assert b"".join(m + b"\n" for m in before) == _replay(cassette)[0]
@@ -288,14 +287,15 @@ def test_replay_answers_from_the_plan(cassette: Path) -> None:
 
 def test_a_text_stored_as_text_is_left_to_the_full_way(cassette: Path) -> None:
     """A message whose text was stored as TEXT (by hand, not by mcprec) has no plan entry,
-    and its session still opens, plans and replays."""
+    and its session still replays, opens, and plans."""
     with sqlite(cassette) as conn:
         conn.execute("UPDATE messages SET raw = CAST(raw AS TEXT) "
                      "WHERE instr(CAST(raw AS TEXT), 'same #1') > 0 "
                      "OR (kind = 'request' AND instr(CAST(raw AS TEXT), '\"fail\"') > 0)")
     assert _planned_sessions(cassette) == []
     _as_format_6(cassette)
-    out, _ = _replay(cassette)  # opening migrates it: the plan is built
+    out, _ = _replay(cassette)  # replayed as it is (format 6, no plan): replay never writes
+    Cassette.open(cassette).close()  # a writable opening migrates it: the plan is built
     assert _planned_sessions(cassette) == [(1, PLAN_VERSION)]
     plan = {seq: (cut, plain) for seq, _, cut, plain in _plan(cassette)}
     assert sum(1 for cut, plain in plan.values() if not plain) == 5  # 4 as before, "same #1"

@@ -171,11 +171,12 @@ def test_timeline_groups_by_request(api: httpx.Client, cassette: Path) -> None:
 def test_timeline_head_first(cassette: Path) -> None:
     """A session's first page comes from its head at once, before its outline is built (in a
     thread of its own); the head is the outline's beginning."""
-    from mcprec.cassette.views import open_read_only
+    from mcprec.cassette import Cassette
     from mcprec.redact import Redactor
     from mcprec.view.data import ViewData
 
-    data = ViewData(open_read_only(cassette), Redactor(), reopen=lambda: open_read_only(cassette))
+    data = ViewData(Cassette.open(cassette, read_only=True), Redactor(),
+                    reopen=lambda: Cassette.open(cassette, read_only=True))
     try:
         head = data.timeline(1, 0, 5)
         assert head["total"] is None and head["known"] >= 5 and len(head["entries"]) == 5
@@ -330,14 +331,14 @@ def test_cassette_untouched(api: httpx.Client, cassette: Path, digest: str) -> N
 
 def test_query_only(cassette: Path) -> None:
     """The view's connection cannot write."""
-    from mcprec.cassette.views import open_read_only
+    from mcprec.cassette import Cassette
     from mcprec.errors import CassetteError
 
-    with open_read_only(cassette) as c:
+    with Cassette.open(cassette, read_only=True) as c:
         with pytest.raises(Exception, match="readonly"):
             c.connection.execute("CREATE TABLE x (a)")
     with pytest.raises(CassetteError, match="no cassette"):
-        open_read_only(cassette.with_name("missing.db"))
+        Cassette.open(cassette.with_name("missing.db"), read_only=True)
 
 
 # --- secrets, media and exact numbers ---------------------------------------------------------
@@ -378,11 +379,11 @@ def test_rows_say_no_secret(gallery_api: httpx.Client) -> None:
 
 def test_diff_says_no_secret(tmp_path: Path) -> None:
     """In a diff for a file, labels, errors and values that look like secrets are left out."""
-    from mcprec.cassette.views import open_read_only
+    from mcprec.cassette import Cassette
     from mcprec.redact import Redactor
     from mcprec.view.data import ViewData
 
-    with open_read_only(gallery(tmp_path / "g.db")) as c:
+    with Cassette.open(gallery(tmp_path / "g.db"), read_only=True) as c:
         data = ViewData(c, Redactor(), withhold=True)
         d: dict[str, Any] = {"summary": {"changes": []}, "exchanges": [{
             "method": "tools/call", "label": f"tools/call login {SECRET}",

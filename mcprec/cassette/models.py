@@ -117,7 +117,14 @@ class Session(Plain):
     def _parsed(self, field: str) -> Any:
         text = self._texts.get(field) if self._texts else None
         if text is not None:  # parsed before the text is dropped: safe to race in threads
-            value = orjson.loads(text)
+            try:
+                value = orjson.loads(text)
+            except orjson.JSONDecodeError as e:
+                from ..errors import NotACassetteError
+
+                raise NotACassetteError(
+                    f"the cassette is corrupt: session {self.name!r} has a damaged {field} "
+                    f"column ({e}); restore it from a good copy") from e
             setattr(self, f"_{field}", value if value is not None or field != "tags" else {})
             self._texts.pop(field, None)  # type: ignore[union-attr]
         return getattr(self, f"_{field}")
@@ -374,10 +381,22 @@ def message_from_row(row: tuple[Any, ...], cassette: Cassette | None = None) -> 
     (replay's look-ups read large messages so)."""
     (id_, sid, seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq, follows,
      waits_for, key, raw, http) = row
+    if direction not in _DIRECTIONS or kind not in _KINDS:
+        # the schema's CHECKs forbid it: only a damaged page reads so (translated with the path)
+        raise sqlite3.DatabaseError(
+            f"malformed: message seq {seq} has direction {direction!r}, kind {kind!r}")
     if type(raw) is int:
         assert cassette is not None, "a row without its text needs the cassette it came from"
         return StoredMessage(row, cassette)
+    try:
+        parsed = None if http is None else orjson.loads(http)
+    except orjson.JSONDecodeError as e:
+        raise sqlite3.DatabaseError(
+            f"malformed: message seq {seq} has a damaged http column ({e})") from e
     return Message(id_, sid, seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq,
-                   follows, key, raw if type(raw) is bytes else text_bytes(raw),
-                   None if http is None else orjson.loads(http),
+                   follows, key, raw if type(raw) is bytes else text_bytes(raw), parsed,
                    waits_for)
+
+
+_DIRECTIONS = frozenset(("client_to_server", "server_to_client"))
+_KINDS = frozenset(("request", "notification", "response", "error", "batch", "invalid"))

@@ -1,4 +1,5 @@
-"""The reads behind ``mcprec view``: a cassette opened read-only, and the look-ups of a page.
+"""The reads behind ``mcprec view`` (its cassette opened ``Cassette.open(read_only=True)``):
+the look-ups of a page.
 
 Every read here is bounded, whatever the size of a session: a page of the timeline reads its own
 rows by ``(session_id, seq)``, their answers through ``messages_by_reply`` and the number of
@@ -11,10 +12,8 @@ row's small columns once; the view keeps it.
 from __future__ import annotations
 
 import array
-import os
 import re
 import sqlite3
-import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,64 +21,11 @@ from typing import Any
 
 import orjson
 
-from .. import __version__
-from ..errors import CassetteError, FormatTooNewError, NotACassetteError
+from ..errors import CassetteError, NotACassetteError
 from . import schema
 from .store import Cassette
-from .connect import BUSY_TIMEOUT_S
+from .connect import _database_error
 from .models import Session, text_bytes
-
-# --- opening ----------------------------------------------------------------------------------
-
-
-def open_read_only(path: str | os.PathLike[str]) -> Cassette:
-    """The cassette at ``path``, opened so that nothing can write to it: no migration, no
-    repair of abandoned sessions, ``query_only``. A cassette of an older format is read as
-    it is; one of a newer format, or a file that is not a cassette, is refused."""
-    p = Path(path)
-    if p.is_dir():
-        raise CassetteError(f"{p} is a directory, not a cassette file")
-    if not p.exists():
-        raise CassetteError(f"no cassette at {p}; record one with `mcprec record -c {p} -- SERVER...`")
-    uri = "file:" + urllib.parse.quote(str(p.resolve()))
-    try:
-        conn = _connect(uri + "?mode=ro")
-    except sqlite3.OperationalError:
-        # a WAL cassette in a folder we cannot write, without its -shm file: SQLite can read it
-        # only as a file nothing else changes
-        conn = _connect(uri + "?mode=ro&immutable=1")
-    try:
-        _check(conn, p)
-    except BaseException:
-        conn.close()
-        raise
-    return Cassette(p, conn)
-
-
-def _connect(uri: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                           check_same_thread=False)
-    try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.Error:
-        conn.close()
-        raise
-    return conn
-
-
-def _check(conn: sqlite3.Connection, path: Path) -> None:
-    try:
-        version = schema.read_format_version(conn)
-        conn.execute("PRAGMA query_only = ON")
-    except sqlite3.DatabaseError as e:
-        raise NotACassetteError(
-            f"{path} is not an mcprec cassette (not a SQLite database, or corrupt: {e})") from e
-    if version is None:
-        raise NotACassetteError(f"{path} is not an mcprec cassette (no meta table)")
-    if version > schema.FORMAT_VERSION:
-        raise FormatTooNewError(
-            f"{path} was written by a newer mcprec (cassette format {version}; this mcprec "
-            f"{__version__} reads up to {schema.FORMAT_VERSION}); upgrade mcprec to read it")
 
 
 def format_version(cassette: Cassette) -> int:
@@ -112,14 +58,17 @@ class Brief:
 
 def _brief(row: tuple[Any, ...]) -> Brief:
     seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq, size, http, raw = row
+    try:
+        parsed = orjson.loads(http) if http else None
+    except orjson.JSONDecodeError as e:
+        raise NotACassetteError(f"the cassette is corrupt: message seq {seq} has a damaged "
+                                f"http column ({e})") from e
     return Brief(seq, t_ns, direction, kind, rpc_id, method, reply_to, context_seq, size,
-                 orjson.loads(http) if http else None, text_bytes(raw) if raw is not None else None)
+                 parsed, text_bytes(raw) if raw is not None else None)
 
 
 def _translate(path: Path, e: sqlite3.Error) -> CassetteError:
-    if isinstance(e, sqlite3.OperationalError):
-        return CassetteError(f"cannot read cassette {path}: {e}")
-    return NotACassetteError(f"{path} is corrupt or truncated ({e})")
+    return _database_error(path, e)
 
 
 def _rows(c: Cassette, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -154,6 +103,10 @@ def unanswered_counts(c: Cassette) -> dict[int, int]:
 def session_extent(c: Cassette, session: Session) -> tuple[int, int]:
     """(number of messages, time of the last one in ns): two index look-ups."""
     count = _rows(c, "SELECT count(*) FROM messages WHERE session_id = ?", (session.id,))[0][0]
+    try:
+        c.check_read(session, count, exact=session.status != "recording")
+    except sqlite3.Error as e:
+        raise _translate(c.path, e) from e
     last = _rows(c, "SELECT t_ns FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
                  (session.id,))
     return int(count), int(last[0][0]) if last else 0

@@ -12,11 +12,12 @@ from typing import Any, Protocol
 import orjson
 
 from .. import wire
+from ..errors import NotACassetteError
 from ..cassette import plan
 from .urls import redact_target
 from ..cassette.store import Cassette
 from ..cassette.models import text_bytes
-from ..cassette.connect import write_transaction
+from ..cassette.connect import translated_errors, write_transaction
 
 
 class _Redactor(Protocol):
@@ -48,7 +49,7 @@ def redact_cassette(path: str | os.PathLike[str], redactor: _Redactor) -> int:
     from .manifest import for_recording, session_redactor
 
     changed = 0
-    with Cassette.open(path) as c:
+    with Cassette.open(path) as c, translated_errors(path):
         conn = c.connection
         conn.execute("PRAGMA secure_delete = ON")
         with write_transaction(conn):
@@ -124,7 +125,13 @@ def _redact_sessions(conn: Any, per: dict[int, Any], default: _Redactor) -> int:
             if v is None:
                 new_values.append(v)
                 continue
-            parsed = redactor.redact_value(orjson.loads(v))
+            try:
+                found = orjson.loads(v)
+            except orjson.JSONDecodeError as e:  # the schema holds JSON: only damage reads so
+                raise NotACassetteError(
+                    f"the cassette is corrupt: session #{sid} has a damaged {c} column ({e}); "
+                    "restore it from a good copy") from e
+            parsed = redactor.redact_value(found)
             new_values.append(orjson.dumps(redact_target(parsed) if c == "target" else parsed
                                            ).decode())
         if list(values) != new_values:
@@ -149,7 +156,7 @@ def scan_cassette(path: str | os.PathLike[str], redactor: _Redactor,
 
         redactor = Redactor(rules.merged(Rules(packs=bundled)))
     findings: list[Finding] = []
-    with Cassette.open(path) as c:
+    with Cassette.open(path, read_only=True) as c:
         sessions = c.sessions()
         manifests = c.redaction_manifests()
         for s in sessions:

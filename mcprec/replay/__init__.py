@@ -48,7 +48,7 @@ def needs_recording(path: Path, session: str | None, mode: str | Mode) -> bool:
         return False
     if not path.exists() or path.stat().st_size == 0:
         return True
-    with Cassette.open(path) as c:
+    with Cassette.open(path, read_only=True) as c:
         if session is None:
             return not c.sessions()
         try:
@@ -109,7 +109,7 @@ def _replay_stdio(path: Path, session: str | None, mode: Mode, server: Sequence[
             )
         return _record_stdio_instead(path, session, mode, server, redact, report)
 
-    c = Cassette.open(path)
+    c = Cassette.open(path, read_only=True)  # new_episodes writes through its own
     try:
         found = candidates(c, session)
         s = found[0]
@@ -312,7 +312,7 @@ def replay_http(
     if mode is Mode.NEW_EPISODES and target is None:
         raise UsageError("mode 'new_episodes' needs the real server's --target URL")
     host, port = parse_listen(listen)
-    c = Cassette.open(cassette)
+    c = Cassette.open(cassette, read_only=True)  # new_episodes: its own
     try:
         found = candidates(c, session)
         s = found[0]

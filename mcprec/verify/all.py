@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import _log
 from ..cassette import Cassette
 from ..errors import McprecError, UsageError
 from ..terminal import safe, safe_lines
@@ -35,7 +36,7 @@ def expand_cassettes(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
 
 def reference_sessions(cassette: str | os.PathLike[str]) -> list[str]:
     """The sessions of a cassette that are not verification runs, oldest first."""
-    with Cassette.open(cassette) as c:
+    with Cassette.open(cassette, read_only=True) as c:
         return [s.name for s in c.sessions() if "verify_of" not in s.tags]
 
 
@@ -76,18 +77,30 @@ def verify_one(cassette: Path, session: str | None, server: Sequence[str], *, ga
                lint_run: bool = False, update: bool = False) -> Run:
     """Verify ``session`` of ``cassette`` (None: its latest reference) against ``server`` or
     ``target``, diff under ``gate``; ``update``: accept the new run as the reference.
-    An ``McprecError`` when it could not be verified."""
-    v = run_verification(cassette, list(server), target=target, session=session,
-                         timeout=timeout, redact=redact)
-    result = gate.compare(cassette, v.original, v.new)
-    run = Run(cassette, v.original, v, result)
-    run.failed = gate.fails(result, v.drive.timed_out)
-    if lint_run:
-        from ..lint.api import lint
+    An ``McprecError`` when it could not be verified. A reference that cannot be written (a
+    read-only filesystem or folder) is verified on a copy, whose run is not kept."""
+    import tempfile
 
-        run.lint = lint([str(cassette)], session=v.new)
-        run.failed = run.failed or bool(run.lint.failed)
-    describe(result, cassette, v, server, target, failed=run.failed)
+    from ..cassette.connect import copy_cassette, unwritable
+
+    with tempfile.TemporaryDirectory(prefix="mcprec-verify-") as tmp:
+        where = cassette
+        if not update and unwritable(cassette):
+            where = Path(tmp) / cassette.name
+            copy_cassette(cassette, where)
+            _log.info("verify", f"verify: {cassette} cannot be written; the run is compared "
+                      "on a copy and not kept")
+        v = run_verification(where, list(server), target=target, session=session,
+                             timeout=timeout, redact=redact)
+        result = gate.compare(where, v.original, v.new)
+        run = Run(cassette, v.original, v, result)
+        run.failed = gate.fails(result, v.drive.timed_out)
+        if lint_run:
+            from ..lint.api import lint
+
+            run.lint = lint([str(where)], session=v.new)
+            run.failed = run.failed or bool(run.lint.failed)
+        describe(result, cassette, v, server, target, failed=run.failed)
     if update:
         accept(cassette, v)
     return run

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cassette import Cassette, Session
-from ..cassette.views import open_read_only
 from ..redact import Redactor, default_redactor
 from .data import ViewData
 from .page import static_page
@@ -107,7 +106,7 @@ def _data(c: Cassette, redact: Redactor | None) -> ViewData:
 def view_html(cassette: str | os.PathLike[str], session: str | None = None, *,
               redact: Redactor | None = None) -> str:
     """The view of ``cassette`` (or of one session of it) as one HTML file."""
-    with open_read_only(cassette) as c:
+    with Cassette.open(cassette, read_only=True) as c:
         data = _data(c, redact)
         f = _File(data.cassette_info())
         chosen = [c.session(session, stats=False)] if session is not None else c.sessions()
@@ -127,7 +126,8 @@ def diff_html(result: DiffResult, *, redact: Redactor | None = None) -> str:
     """A diff as one HTML file: the report, both sessions (their timelines when they are small
     enough for a file) and, side by side, every exchange that differs."""
     a, b = result.a, result.b
-    with open_read_only(a.cassette) as ca, open_read_only(b.cassette) as cb:
+    with Cassette.open(a.cassette, read_only=True) as ca, \
+            Cassette.open(b.cassette, read_only=True) as cb:
         da, db = _data(ca, redact), _data(cb, redact)
         names = [str(a.cassette)] if a.cassette == b.cassette else [str(a.cassette),
                                                                       str(b.cassette)]

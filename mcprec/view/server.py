@@ -9,7 +9,6 @@ from pathlib import Path
 
 from .. import _log
 from ..cassette import Cassette
-from ..cassette.views import open_read_only
 from ..redact import Redactor, default_redactor
 from .data import ViewData
 
@@ -44,12 +43,12 @@ def serve_view(
 
     host, port = parse_listen(listen)
     path = Path(cassette)
-    c = open_read_only(path)
+    c = Cassette.open(path, read_only=True, wait=False)
     try:
         fragment = start_fragment(c, session, diff)
         sock = bind(host, port)
         data = ViewData(c, redact if redact is not None else default_redactor(),
-                        reopen=lambda: open_read_only(path))
+                        reopen=lambda: Cassette.open(path, read_only=True, wait=False))
         app = ViewApp(data, bound_host=host, allowed_hosts=tuple(allowed_hosts),
                       allowed_origins=tuple(allowed_origins))
         url = url_of(sock, "/") + fragment
