@@ -32,6 +32,7 @@ from ..transports.http_serve import (
 )
 from ..transports.sse import format_event, format_event_pieces
 from .engine import ReplaySession
+from .era import Era
 
 MAX_BODY = 64 * 1024 * 1024
 GET_BUFFER = 10_000
@@ -112,6 +113,9 @@ class ReplayApp:
         self.finished: list[ReplaySession] = []
         self._sessionless: _ClientSession | None = None
         self._promises: dict[int, _Promises] = {}
+        self.era = Era(s.protocol_version for s in self._recorded())
+        """The revisions the recording speaks: a stateless one's requests are checked with
+        their headers as a server of it checks them (``era.py``)."""
         self.failure: McprecError | None = None
         """The first error reading the cassette (corrupt, truncated): said on stderr at once,
         answered as a JSON-RPC error, and the exit status when the server stops."""
@@ -267,6 +271,17 @@ class ReplayApp:
                                                 "over HTTP; send one message per POST"))
             return
         sid = header(scope, b"mcp-session-id")
+        if c.kind == wire.REQUEST and self.era:
+            refusal = self.era.check(c.obj, _era_headers(scope))
+            if refusal is not None:  # as a server of the recorded revision refuses it
+                cs_refused = self.sessions.get(sid or "")
+                if cs_refused is None:
+                    if self._sessionless is None:
+                        self._sessionless = self._new_session()
+                    cs_refused = self._sessionless
+                cs_refused.engine.playback.note_refusal(c.obj, refusal)
+                await send_simple(send, refusal.status, refusal.answer(c.obj["id"]))
+                return
         extra: list[tuple[bytes, bytes]] = []
         opening = False
         if sid is not None:
@@ -436,6 +451,15 @@ class ReplayApp:
             return
         await cs.engine.receive(body)
         await send_simple(send, 202, b"Accepted", content_type=b"text/plain")
+
+
+_ERA_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
+
+
+def _era_headers(scope: dict[str, Any]) -> dict[str, str]:
+    """The headers a stateless server checks against the body, by lower-case name."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1")
+            for k, v in scope["headers"] if k.lower() in _ERA_HEADERS}
 
 
 class DroppedStream(Exception):

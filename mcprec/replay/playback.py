@@ -38,6 +38,7 @@ from ..errors import NoMatchError, ReplayError, UsageError
 from ..matching import METHOD_ONLY, Match, MatchOptions
 from .choose import SessionChoice
 from .ending import Ending
+from .era import Era, Refusal
 from .refs import References
 from .model import (
     CANCELLED, EMPTY_RESULT_METHODS, INTERNAL_ERROR, NO_MATCH_CODE, PROTOCOL_VERSION_POLICIES,
@@ -84,6 +85,13 @@ class Playback(Ending):
         self._notices = notices if notices is not None else set()  # said once (HTTP: shared)
         sessions = [session] if isinstance(session, Session) else list(session)
         self.choice = SessionChoice(cassette, sessions, options)
+        self.era = Era(s.protocol_version for s in sessions)
+        """The revisions the recording speaks: requests of a stateless one are checked as a
+        server of it checks them (``era.py``)."""
+        self.refused: list[dict[str, Any]] = []
+        """Requests refused as a server of the recorded revision refuses them."""
+        self.other_era: dict[str, Any] | None = None
+        """The client speaks another era than the recording: its revision and the recorded."""
         self.timing = timing
         self.stats = ReplayStats()
         # the recording was redacted: redact incoming requests alike, so that they still match
@@ -204,6 +212,11 @@ class Playback(Ending):
             if not wire.valid_request_id(c.obj["id"]):
                 self.send(error_response(None, -32600, wire.INVALID_ID), None)
                 return
+            if self.era and self.transport != "http":  # HTTP checks with the headers
+                refusal = self.refuse(c.obj)
+                if refusal is not None:
+                    self.send(refusal.answer(c.obj["id"]), wire.id_text(c.obj["id"]))
+                    return
             if c.method in METHOD_ONLY:  # matched on the method alone: nothing to redact
                 self._request(c.obj, c.obj)
                 return
@@ -242,8 +255,36 @@ class Playback(Ending):
             return False
         found, rid = hit
         self.stats.requests += 1
+        if self.era.stateless:  # a request of the stateless revision: the connection is
+            self.era.pinned = True
         self._matched(found, rid, wire.id_text(rid), None, started, raw=raw)
         return True
+    def refuse(self, obj: dict[str, Any], headers: dict[str, str] | None = None
+               ) -> Refusal | None:
+        """How a server of the recorded revision refuses the request ``obj`` (``era.py``),
+        noted for the report; None when it answers it."""
+        refusal = self.era.check(obj, headers)
+        if refusal is not None:
+            self.note_refusal(obj, refusal)
+        return refusal
+
+    def note_refusal(self, obj: dict[str, Any], refusal: Refusal) -> None:
+        """Count a refused request for the report; say once why a client of another era is."""
+        self.stats.requests += 1
+        self.refused.append({"method": obj.get("method"), "id": obj.get("id"),
+                             "code": refusal.code, "status": refusal.status,
+                             "reason": refusal.reason})
+        if not refusal.other_era:
+            return
+        data = refusal.data if isinstance(refusal.data, dict) else {}
+        self.other_era = {"client": data.get("requested"), "recorded": self.era.recorded}
+        text = (f"the client speaks protocol revision {data.get('requested')}, the recording "
+                f"{', '.join(self.era.recorded)}: its requests get -32022 naming the recorded "
+                "revision (record the client against a server of its revision)")
+        if text not in self._notices:
+            self._notices.add(text)
+            _log.warning("replay", text)
+
     def client_answer(self, id_text: str, obj: dict[str, Any]) -> bool:
         """The client answered a request of ours; False if no one asked it that."""
         on_answer = self._asked.pop(id_text, None)
@@ -506,6 +547,8 @@ class Playback(Ending):
             "unplayed": [{"seq": m.seq, "method": m.method} for m in self.unplayed()],
             **({"faults": self.faults.report()} if self.faults is not None else {}),
             **({"protocol_version": self.versions} if self.versions is not None else {}),
+            **({"refused": self.refused} if self.refused else {}),
+            **({"other_era": self.other_era} if self.other_era is not None else {}),
             **({"tasks_unfinished": self._tasks.unfinished}
                if self._tasks is not None and self._tasks.unfinished else {}),
         }
