@@ -36,6 +36,10 @@ from .era import Era
 
 MAX_BODY = 64 * 1024 * 1024
 GET_BUFFER = 10_000
+LEGACY_ANSWER_GAP_S = 0.02
+"""Legacy HTTP+SSE: how long an answer waits after the notifications written before it, so
+that a client reads them apart (``AsyncPlayback``'s ``answer_gap``): all of a session's
+messages share its one stream, and a socket does not say when the client has read."""
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
                (b"x-accel-buffering", b"no")]
 
@@ -142,7 +146,8 @@ class ReplayApp:
                                protocol_version=self.protocol_version, max_gap=self.max_gap,
                                notices=self.notices,
                                live=self.live.client(sid[:8]) if self.live is not None else None,
-                               send_stored=send)
+                               send_stored=send,
+                               answer_gap=LEGACY_ANSWER_GAP_S if legacy else 0.0)
         cs = _ClientSession(sid, engine, legacy)
         holder.append(cs)
         self.sessions[sid] = cs
