@@ -35,7 +35,7 @@ def test_typescript_task_client_lints_clean(tmp_path: Path) -> None:
     out = subprocess.run(["node", str(PEERS / "ts_task_client.mjs"), *MCPREC, "record", "-c",
                           str(cassette), "-s", "t", "--", "node", str(index), "stdio"],
                          capture_output=True, text=True, timeout=120, check=True)
-    assert json.loads(out.stdout)["seen"][-1] == "result"
+    assert json.loads(out.stdout)["seen"][-2:] == ["completed", "result"]
     result = lint([cassette], options=NO_CONFIG)
     assert result.sessions[0].messages >= 15
     assert [(f.code, f.method, f.message) for f in result.findings] == []

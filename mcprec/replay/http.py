@@ -69,6 +69,8 @@ class _ClientSession:
     engine: ReplaySession
     legacy: bool = False
     streams: dict[str, asyncio.Queue[Out]] = field(default_factory=dict)
+    listening: int = 0
+    """GET streams open: messages of no open request go there."""
     background: asyncio.Queue[Out] = field(default_factory=lambda: asyncio.Queue(GET_BUFFER))
 
 
@@ -133,6 +135,11 @@ class ReplayApp:
         async def send(data: Out, related: str | None) -> None:
             cs = holder[0]
             queue = None if cs.legacy or related is None else cs.streams.get(related)
+            if queue is None and related is not None and not cs.legacy and not cs.listening \
+                    and cs.streams:
+                # its request's stream has closed and the client keeps no GET stream: the
+                # stream of the request opened last (e.g. a tasks/result waiting for the task)
+                queue = next(reversed(cs.streams.values()))
             target = queue if queue is not None else cs.background
             try:
                 target.put_nowait(data)
@@ -422,6 +429,7 @@ class ReplayApp:
         if first is not None:
             await send({"type": "http.response.body", "body": first, "more_body": True})
         gone = asyncio.get_running_loop().create_task(_disconnected(receive))
+        cs.listening += 1
         try:
             while cs.id in self.sessions:
                 getter = asyncio.get_running_loop().create_task(cs.background.get())
@@ -432,6 +440,7 @@ class ReplayApp:
                 for piece in _event(getter.result()):
                     await send({"type": "http.response.body", "body": piece, "more_body": True})
         finally:
+            cs.listening -= 1
             gone.cancel()
             if cs.legacy:
                 await self._end_session(cs)

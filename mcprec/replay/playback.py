@@ -350,17 +350,26 @@ class Playback(Ending):
     def _task_state(self, found: Match, rid: Any, key: str, obj: dict[str, Any] | None,
                     raw: bytes, started: float) -> bool:
         """A request that created a task starts its timeline (its status notifications play
-        at their recorded offsets); a ``tasks/get`` is answered from the timeline (True)."""
+        at their recorded offsets, on the stream of that request while it is open); a
+        ``tasks/get`` is answered from the timeline; a ``tasks/result`` (which blocks until the
+        task ends) is answered once the timeline reaches its terminal status (True: handled)."""
         tasks = self._tasks
         pace = self.timing if self.timing is not None else 1.0
         if found.seq in tasks.creations:
             for line, notes in tasks.created(found.seq, started):
                 if notes:
-                    run = Run(notes, (started, line.created.t_ns), None, None, None, None, None)
+                    run = Run(notes, (started, line.created.t_ns), None, None, key, None, None)
                     run.pace = pace
                     self._runs.add(run)
                     self._pump(run)
             return False
+        if found.seq in tasks.results:
+            params = obj if obj is not None else wire.loads(raw)
+            due = tasks.ends_at(param_of(params, "taskId"), pace)
+            if due is None or due <= self._now():
+                return False
+            self._play_request(found, rid, key, obj, started, raw=raw, hold=due)
+            return True
         if found.seq not in tasks.gets:
             return False
         task = tasks.status(param_of(obj if obj is not None else wire.loads(raw), "taskId"),
@@ -389,11 +398,13 @@ class Playback(Ending):
         self._announced = s
 
     def _play_request(self, found: Match, rid: Any, key: str, obj: dict[str, Any] | None,
-                      started: float, fault: Fault | None = None, raw: bytes = b"") -> None:
+                      started: float, fault: Fault | None = None, raw: bytes = b"",
+                      hold: float | None = None) -> None:
         """Play the recorded handling of ``found`` for the client's request ``obj`` (None:
-        not parsed yet, ``raw`` is its text)."""
+        not parsed yet, ``raw`` is its text); ``hold``: not before that ``clock()`` time."""
         plain = self.choice.matcher.plain(found.seq)
-        if plain is not None and fault is None and self.timing is None and not self.ended:
+        if plain is not None and fault is None and self.timing is None and not self.ended \
+                and hold is None:
             # one answer with nothing to wait for, from the replay plan (cassette/plan.py): as
             # below, without reading the recorded request and answer (two whole rows and a
             # search for the id in each). 5,000 small requests sent as recorded, in-process:
@@ -404,7 +415,8 @@ class Playback(Ending):
             return
         req = found.request
         script = self.choice.matcher.handling(req.seq)
-        if len(script) == 1 and fault is None and self.timing is None and not self.ended:
+        if len(script) == 1 and fault is None and self.timing is None and not self.ended \
+                and hold is None:
             m = script[0]
             if (m.reply_to == req.seq and m.waits_for is None and not m.http
                     and (m.kind == wire.RESPONSE or m.kind == wire.ERROR)
@@ -463,6 +475,9 @@ class Playback(Ending):
                 return
             if fault.effect == "malformed":
                 self.malformed.add(key)
+        if hold is not None:
+            self._sleep(run, hold)
+            return
         self._pump(run)
 
     def _answered_at_once(self, found: Match, key: str, answer: bytes | StoredText,
