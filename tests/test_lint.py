@@ -207,6 +207,21 @@ def bad_request(c: LineClient) -> None:
     ask(c, req(1, "tools/call", {"name": 5}))
 
 
+def sampler(c: LineClient) -> None:
+    """A client that can sample, but not with tools."""
+    ask(c, req(0, "initialize", {"protocolVersion": V, "capabilities": {"sampling": {}},
+                                 "clientInfo": {"name": "lint-test", "version": "1"}}))
+    c.send(note("notifications/initialized"))
+    then_ping(c)
+
+
+def task_call(c: LineClient) -> None:
+    listed(c)
+    ask(c, req(2, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2},
+                                 "task": {"ttl": 60000}}))
+    then_ping(c)
+
+
 # rule name (its scenario in offender.py) -> the client that goes with it
 CLIENTS: dict[str, Callable[[LineClient], None]] = {
     "clean": lambda c: call_add(c, token="p2"),
@@ -232,6 +247,9 @@ CLIENTS: dict[str, Callable[[LineClient], None]] = {
     "unsubscribed-update": only_hello,
     "client-capability": only_hello,
     "server-capability": prompts_list,
+    "sampling-tools": sampler,
+    "task-capability": task_call,
+    "base64-data": call_add,
     "progress-unknown-token": only_hello,
     "progress-after-answer": lambda c: call_add(c, token="p2"),
     "progress-not-increasing": lambda c: call_add(c, token="p2"),

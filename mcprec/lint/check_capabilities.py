@@ -21,6 +21,12 @@ SERVER_ASKS = rule("CAP003", "client-capability", "protocol", "error",
 CLIENT_ASKS = rule("CAP004", "server-capability", "protocol", "warning",
                    "A client request for a feature the server did not advertise (tools, "
                    "prompts, resources, subscriptions, logging, completions).")
+SAMPLING_TOOLS = rule("CAP005", "sampling-tools", "protocol", "error",
+                      "sampling/createMessage carrying tools to a client that did not "
+                      "advertise sampling.tools (2025-11-25).")
+TASKS = rule("CAP006", "task-capability", "protocol", "error",
+             "A task result (CreateTaskResult) from a side that did not advertise the tasks "
+             "capability (2025-11-25).")
 
 # notification -> (capability path in the sender's capabilities)
 _NOTIFICATIONS: dict[str, tuple[str, ...]] = {
@@ -59,7 +65,8 @@ def has(caps: Any, path: tuple[str, ...]) -> bool:
 
 
 class CapabilitiesChecker(Checker):
-    codes: ClassVar[frozenset[str]] = frozenset({NOTIFY, UNSUBSCRIBED, SERVER_ASKS, CLIENT_ASKS})
+    codes: ClassVar[frozenset[str]] = frozenset({NOTIFY, UNSUBSCRIBED, SERVER_ASKS, CLIENT_ASKS,
+                                                 SAMPLING_TOOLS, TASKS})
 
     def __init__(self, *args: object) -> None:
         super().__init__(*args)  # type: ignore[arg-type]
@@ -70,7 +77,9 @@ class CapabilitiesChecker(Checker):
         method = item.method or ""
         mine = st.client_caps if item.direction == C2S else st.server_caps
         theirs = st.server_caps if item.direction == C2S else st.client_caps
-        if item.kind == wire.NOTIFICATION:
+        if item.kind == wire.RESPONSE:
+            self._task_result(item)
+        elif item.kind == wire.NOTIFICATION:
             need = _NOTIFICATIONS.get(method)
             if need is not None and mine is not None and not st.stateless and not has(mine, need):
                 self.ctx.report(NOTIFY, item, f"the {item.side} sent {method} without "
@@ -95,10 +104,32 @@ class CapabilitiesChecker(Checker):
             elif method == "elicitation/create" and theirs is not None:
                 self._elicitation_mode(item, theirs)
             params = item.params if isinstance(item.params, dict) else {}
+            if method == "sampling/createMessage" and "tools" in params and theirs is not None \
+                    and has(theirs, ("sampling",)) and not has(theirs, ("sampling", "tools")):
+                self.ctx.report(SAMPLING_TOOLS, item, "sampling/createMessage carries tools; "
+                                "the client advertised sampling but not sampling.tools",
+                                item.path("params", "tools"))
             if method == "resources/subscribe" and isinstance(params.get("uri"), str):
                 self._subscribed.add(params["uri"])
             elif method == "resources/unsubscribe" and isinstance(params.get("uri"), str):
                 self._subscribed.discard(params["uri"])
+
+    def _task_result(self, item: Item) -> None:
+        """A result holding a task handle answers a task-augmented request: its sender must
+        have advertised ``tasks`` (handshake sessions; 2026-07-28 made tasks an extension)."""
+        st = self.state
+        req = item.request
+        result = item.result
+        if st.stateless or req is None or not isinstance(result, dict) \
+                or not isinstance(result.get("task"), dict):
+            return
+        if not isinstance(req.params, dict) or "task" not in req.params:
+            return
+        caps = st.client_caps if item.direction == C2S else st.server_caps
+        if caps is not None and not has(caps, ("tasks",)):
+            self.ctx.report(TASKS, item, f"a task result for {req.method} from a {item.side} "
+                            "that did not advertise the tasks capability",
+                            item.path("result", "task"))
 
     def _elicitation_mode(self, item: Item, caps: dict[str, Any]) -> None:
         mode = (item.params or {}).get("mode", "form") if isinstance(item.params, dict) else None

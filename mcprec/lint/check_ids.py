@@ -45,7 +45,7 @@ class IdsChecker(Checker):
             if earlier is not None:
                 ctx.report(IN_FLIGHT, item, f"id {item.id_key} is already in flight (the "
                            f"{earlier.method} request at seq {earlier.seq})", item.path("id"))
-            elif key in st.sent:
+            elif key in st.sent and not st.stateless:  # no sessions: each request alone
                 ctx.report(REUSED, item, f"id {item.id_key} was used before in this session "
                            f"by the {item.side}", item.path("id"))
         elif item.kind in (wire.RESPONSE, wire.ERROR):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+import base64
+import binascii
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 from .. import wire
 from .model import rule
@@ -24,11 +27,13 @@ NOT_JSONRPC = rule("SCH006", "not-json-rpc", "protocol", "error",
                    "A message that is not JSON, or not a JSON-RPC 2.0 message.")
 BATCH = rule("SCH007", "batch", "protocol", "error",
              "A JSON-RPC batch in a revision without batches (all but 2025-03-26).")
+BASE64 = rule("SCH008", "base64-data", "protocol", "error",
+              "Image or audio content whose data, or a resource's blob, is not base64.")
 
 
 class SchemaChecker(Checker):
     codes: ClassVar[frozenset[str]] = frozenset(
-        {REQUEST, RESULT, NOTIFICATION, ERROR, UNKNOWN_METHOD, NOT_JSONRPC, BATCH})
+        {REQUEST, RESULT, NOTIFICATION, ERROR, UNKNOWN_METHOD, NOT_JSONRPC, BATCH, BASE64})
 
     def __init__(self, *args: object) -> None:
         super().__init__(*args)  # type: ignore[arg-type]
@@ -46,6 +51,9 @@ class SchemaChecker(Checker):
                 "notification or response"
             ctx.report(NOT_JSONRPC, item, f"the message is {what}")
             return
+        if item.raw is None or b'"data"' in item.raw or b'"blob"' in item.raw:
+            for steps, what in _not_base64(item.obj, ()):
+                ctx.report(BASE64, item, f"{what} is not base64", item.path(*steps))
         if item.kind in (wire.REQUEST, wire.NOTIFICATION):
             self._call(item)
         elif item.kind == wire.RESPONSE:
@@ -73,11 +81,65 @@ class SchemaChecker(Checker):
         s = item.spec
         if s.is_valid(name, item.obj):
             return
+        newer = _newer(item, code)
+        era = (f"a {newer} feature in a {item.version} session (valid from {newer} on): "
+               if newer else "")
         for p in s.problems(name, item.obj):
             if p.steps[:1] == ("id",) and len(p.steps) == 1:
                 continue  # the ids rules say what is wrong with an id
-            self.ctx.report(code, item, f"{what} ({item.version}): {p.message}",
+            self.ctx.report(code, item, f"{what} ({item.version}): {era}{p.message}",
                             item.path(*p.steps))
+
+
+def _not_base64(node: Any, steps: tuple[str | int, ...]
+                ) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Where ``node`` holds image or audio content whose ``data``, or resource contents whose
+    ``blob``, is not base64 (standard alphabet, padded)."""
+    if isinstance(node, list):
+        for i, x in enumerate(node):
+            yield from _not_base64(x, (*steps, i))
+        return
+    if not isinstance(node, dict):
+        return
+    kind = node.get("type")
+    if kind in ("image", "audio") and isinstance(node.get("data"), str) \
+            and not _is_base64(node["data"]):
+        yield (*steps, "data"), f"{kind} content's data"
+    if isinstance(node.get("blob"), str) and "uri" in node and not _is_base64(node["blob"]):
+        yield (*steps, "blob"), "the resource's blob"
+    for k, v in node.items():
+        if isinstance(v, (dict, list)):
+            yield from _not_base64(v, (*steps, k))
+
+
+def _is_base64(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def _newer(item: Item, code: str) -> str | None:
+    """The first revision after the session's whose schema the message is valid in: the
+    message uses a feature newer than the revision the session speaks."""
+    req = item.request
+    for version in VERSIONS:
+        if version <= item.version:
+            continue
+        s = spec(version)
+        assert s is not None
+        if code == REQUEST:
+            name = s.request_def(item.method or "")
+        elif code == NOTIFICATION:
+            name = s.notification_def(item.method or "")
+        elif code == RESULT and req is not None:
+            name = s.response_def(req.method, req.params, item.result)
+        else:
+            return None
+        if name is not None and s.is_valid(name, item.obj):
+            return version
+    return None
 
 
 def _unknown(method: str, what: str, item: Item) -> str:

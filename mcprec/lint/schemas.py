@@ -25,6 +25,33 @@ LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
 CLIENT, SERVER = "client", "server"
 _MESSAGE = "mcprec-lint-message-"
 
+TS_NUMBERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("CompleteResult", ("completion", "total")),
+    ("CreateMessageRequest", ("params", "maxTokens")),
+    ("CreateMessageRequestParams", ("maxTokens",)),
+    ("Resource", ("size",)),
+    ("ResourceLink", ("size",)),
+    ("StringSchema", ("minLength",)),
+    ("StringSchema", ("maxLength",)),
+    ("TitledMultiSelectEnumSchema", ("minItems",)),
+    ("TitledMultiSelectEnumSchema", ("maxItems",)),
+    ("UntitledMultiSelectEnumSchema", ("minItems",)),
+    ("UntitledMultiSelectEnumSchema", ("maxItems",)),
+    ("Task", ("pollInterval",)),
+    ("TaskMetadata", ("ttl",)),
+    ("CacheableResult", ("ttlMs",)),
+    ("DiscoverResult", ("ttlMs",)),
+    ("ListToolsResult", ("ttlMs",)),
+    ("ListPromptsResult", ("ttlMs",)),
+    ("ListResourcesResult", ("ttlMs",)),
+    ("ListResourceTemplatesResult", ("ttlMs",)),
+    ("ReadResourceResult", ("ttlMs",)),
+)
+"""Where ``schema.json`` says ``integer`` and the normative TypeScript schema says ``number``:
+the TypeScript one wins (the JSON was generated with ``--defaultNumberType integer``; the
+2026-07-28 changelog says so for ``minimum``/``maximum``/``default``, fixed there). Error codes
+stay integers: JSON-RPC defines them so."""
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -62,8 +89,43 @@ class Spec:
         new_envelopes = "JSONRPCResultResponse" in self.defs
         self.result_envelope = "JSONRPCResultResponse" if new_envelopes else "JSONRPCResponse"
         self.error_envelope = "JSONRPCErrorResponse" if new_envelopes else "JSONRPCError"
+        self._typescript_numbers()
         self._add_message_defs()
+        self.task_methods = {m for m, name in self.requests.items()
+                             if "task" in self._params_properties(name)}
+        """Requests a client or server may augment with ``task`` (their result is then a
+        ``CreateTaskResult``)."""
         self.stateless = version not in HANDSHAKE_VERSIONS
+
+    def _typescript_numbers(self) -> None:
+        """Apply ``TS_NUMBERS``: those properties take any number, as TypeScript says."""
+        for name, steps in TS_NUMBERS:
+            node = self.defs.get(name)
+            for step in steps:
+                props = node.get("properties") if isinstance(node, dict) else None
+                node = props.get(step) if isinstance(props, dict) else None
+            if isinstance(node, dict) and node.get("type") == "integer":
+                node["type"] = "number"
+
+    def _resolve(self, node: Any) -> Any:
+        while isinstance(node, dict) and "$ref" in node:
+            node = self.defs.get(str(node["$ref"]).rsplit("/", 1)[-1])
+        return node
+
+    def _params_properties(self, name: str) -> set[str]:
+        """The property names a request definition's params may have (in any of its shapes)."""
+        request = self.defs.get(name) or {}
+        params = self._resolve(((request.get("properties") or {}).get("params")))
+        found: set[str] = set()
+        todo = [params]
+        while todo:
+            node = self._resolve(todo.pop())
+            if not isinstance(node, dict):
+                continue
+            found.update((node.get("properties") or {}).keys())
+            for key in ("allOf", "anyOf", "oneOf"):
+                todo.extend(node.get(key) or ())
+        return found
 
     def _add_message_defs(self) -> None:
         """Definitions of whole messages: the JSON-RPC envelope and the method's own shape in
@@ -116,7 +178,7 @@ class Spec:
                 and "InputRequiredResult" in self.defs:
             return "InputRequiredResult"
         if isinstance(request_params, dict) and "task" in request_params \
-                and "CreateTaskResult" in self.defs:
+                and method in self.task_methods and "CreateTaskResult" in self.defs:
             return "CreateTaskResult"
         request = self.requests.get(method)
         if request is not None:

@@ -22,6 +22,8 @@ SQLite builds), in pieces 0.43-0.46 s and nothing beyond the message itself."""
 
 _IO = "io.modelcontextprotocol"
 
+BURST_NS = 50_000_000
+"""Requests sent within this of each other (50 ms) are sent together (``_context_of``)."""
 AUTO = "auto"
 """``context=AUTO``: infer the request a server message belongs to (progress token, else the
 latest request awaiting an answer). HTTP knows better and passes the id text, or None."""
@@ -104,8 +106,11 @@ class Recorder:
         self._errs: list[tuple[Any, ...]] = []
         # (direction of the request, id text) -> (seq, method) of requests awaiting an answer
         self._pending: dict[tuple[str, str], tuple[int, str]] = {}
-        # per direction: seqs of requests awaiting an answer, oldest first (dicts keep order)
-        self._open: dict[str, dict[int, None]] = {d: {} for d in wire.DIRECTIONS}
+        # per direction: seqs of requests awaiting an answer, oldest first (dicts keep order),
+        # with the time each was sent
+        self._open: dict[str, dict[int, int]] = {d: {} for d in wire.DIRECTIONS}
+        # per direction of the requests: the request the latest message was attributed to
+        self._attributed: dict[str, int] = {}
         # (direction, id text) -> seq of recent requests, answered or not
         self._seq_of: _Recent[tuple[str, str], int] = _Recent(10_000)
         # progress token (JSON text) -> seq of the request that carried it (progress after a
@@ -261,8 +266,8 @@ class Recorder:
             self._seq_of.set((direction, c.rpc_id), seq)
             params = c.obj.get("params")
             key = wire.match_key(method, params, has_meta=wire.holds_meta(raw))
-            context = self._context_of(other, None, hint)
-            self._open[direction][seq] = None
+            context = self._context_of(other, None, hint, t_ns)
+            self._open[direction][seq] = t_ns
             token = wire.progress_token(params)
             if token is not None:
                 self._tokens.set(token, seq)
@@ -275,7 +280,7 @@ class Recorder:
             token = None
             if method == "notifications/progress":
                 token = wire.progress_token(c.obj.get("params"), key="progressToken")
-            context = self._context_of(other, token, hint)
+            context = self._context_of(other, token, hint, t_ns)
         elif c.kind in (wire.RESPONSE, wire.ERROR) and c.rpc_id is not None:
             found = self._pending.pop((other, c.rpc_id), None)
             if found is not None:
@@ -359,19 +364,38 @@ class Recorder:
             return wire.Classified(wire.INVALID)
         return wire.Classified(c.kind, rpc_id, c.method, {})
 
-    def _context_of(self, requester: str, token: str | None, hint: str | None) -> int | None:
+    def _context_of(self, requester: str, token: str | None, hint: str | None,
+                    t_ns: int = 0) -> int | None:
         """The request (sent by ``requester``) being handled when a message was sent.
 
         The transport may know (``hint``: the request's id text, or None for none); a progress
-        token names it exactly; otherwise it is the most recent request still awaiting its
-        answer, or None when none is.
+        token names it exactly. Otherwise, with one request awaiting its answer, that one. With
+        several, what the recording shows by timing: the requests sent together with the latest
+        one (each within ``BURST_NS`` of it) arrive together when replayed too, and their
+        scripts play one after the other in the order they were sent; so a message goes to the
+        earliest of them not before the request the previous message went to (the order of the
+        server's messages is kept: a log written while three calls were pending is not played
+        after another call's answer). A request sent apart from the others takes what comes
+        after it. None when no request is awaiting its answer.
         """
         if hint != AUTO:
             return None if hint is None else self._seq_of.map.get((requester, hint))
         if token is not None and token in self._tokens.map:
-            return self._tokens.map[token]
+            named = self._tokens.map[token]
+            self._attributed[requester] = max(named, self._attributed.get(requester, -1))
+            return named
         open_ = self._open[requester]
-        return next(reversed(open_)) if open_ else None
+        if not open_:
+            return None
+        latest = next(reversed(open_))
+        if len(open_) == 1:
+            self._attributed[requester] = latest
+            return latest
+        since = open_[latest] - BURST_NS
+        floor = self._attributed.get(requester, -1)
+        chosen = next((s for s, sent in open_.items() if sent >= since and s >= floor), latest)
+        self._attributed[requester] = chosen
+        return chosen
 
     def _note_envelope(self, meta: Any) -> None:
         """2026-07-28: no initialize; each request carries the client's details in ``_meta``."""

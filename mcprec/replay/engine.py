@@ -66,9 +66,14 @@ class AsyncPlayback:
         max_gap: float | None = None,
         notices: set[str] | None = None,
         send_stored: SendStored | None = None,
+        answer_gap: float = 0.0,
     ) -> None:
         """``send_stored``: how the driver sends a large recorded answer as it reads it from the
-        cassette; without it, such an answer is read whole and given to ``send``."""
+        cassette; without it, such an answer is read whole and given to ``send``.
+        ``answer_gap``: seconds an answer waits after the notifications the recorded server
+        wrote before it, when the driver cannot see the client read them (a socket): a client
+        that handles an answer at once but notifications a tick later (the TypeScript SDK
+        over legacy SSE) reads them apart, as it did from the live server."""
         self.live = live
         self.playback = Playback(cassette, session, options=options, timing=timing,
                                  redact=redact, server_stderr=server_stderr, label=label,
@@ -78,6 +83,8 @@ class AsyncPlayback:
                                  notices=notices)
         self._send = send
         self._send_stored = send_stored
+        self._answer_gap = answer_gap
+        self._flushing = asyncio.Lock() if answer_gap else None
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._idle = asyncio.Event()
@@ -209,17 +216,21 @@ class AsyncPlayback:
     async def _flush(self) -> None:
         """Send what the playback has for the client, and wake it at its next deadline."""
         p = self.playback
+        if self._flushing is not None:
+            async with self._flushing:  # an answer held for its gap keeps its place in line
+                while True:
+                    writes = p.take_writes()
+                    if not writes:
+                        break
+                    for drain, out in writes:
+                        if drain:
+                            await asyncio.sleep(self._answer_gap)
+                        await self._send_all(out)
         while True:
             out = p.take()
             if not out:
                 break
-            for data, related in out:
-                if not isinstance(data, StoredText):
-                    await self._send(data, related)
-                elif self._send_stored is not None:
-                    await self._send_stored(data, related)
-                else:
-                    await self._send(bytes(data), related)
+            await self._send_all(out)
         if p.ended and not self.ended.is_set():
             self.ended.set()
         self._schedule()
@@ -227,6 +238,15 @@ class AsyncPlayback:
             self._idle.clear()
         else:
             self._idle.set()
+
+    async def _send_all(self, out: list[tuple[bytes | StoredText, str | None]]) -> None:
+        for data, related in out:
+            if not isinstance(data, StoredText):
+                await self._send(data, related)
+            elif self._send_stored is not None:
+                await self._send_stored(data, related)
+            else:
+                await self._send(bytes(data), related)
 
     def _schedule(self) -> None:
         deadline = self.playback.next_deadline()

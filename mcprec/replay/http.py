@@ -33,9 +33,14 @@ from ..transports.http_serve import (
 from ..transports.session_idle import DEFAULT_SESSION_IDLE_S, IdleSessions
 from ..transports.sse import format_event, format_event_pieces
 from .engine import ReplaySession
+from .era import Era
 
 MAX_BODY = 64 * 1024 * 1024
 GET_BUFFER = 10_000
+LEGACY_ANSWER_GAP_S = 0.02
+"""Legacy HTTP+SSE: how long an answer waits after the notifications written before it, so
+that a client reads them apart (``AsyncPlayback``'s ``answer_gap``): all of a session's
+messages share its one stream, and a socket does not say when the client has read."""
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
                (b"x-accel-buffering", b"no")]
 
@@ -65,6 +70,8 @@ class _ClientSession:
     engine: ReplaySession
     legacy: bool = False
     streams: dict[str, asyncio.Queue[Out]] = field(default_factory=dict)
+    listening: int = 0
+    """GET streams open: messages of no open request go there."""
     background: asyncio.Queue[Out] = field(default_factory=lambda: asyncio.Queue(GET_BUFFER))
     ended: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -147,6 +154,9 @@ class ReplayApp:
             shared_candidates(cassette, self._recorded(), options)
         self._sessionless: _ClientSession | None = None
         self._promises: dict[int, _Promises] = {}
+        self.era = Era(s.protocol_version for s in self._recorded())
+        """The revisions the recording speaks: a stateless one's requests are checked with
+        their headers as a server of it checks them (``era.py``)."""
         self.failure: McprecError | None = None
         """The first error reading the cassette (corrupt, truncated): said on stderr at once,
         answered as a JSON-RPC error, and the exit status when the server stops."""
@@ -160,6 +170,11 @@ class ReplayApp:
         async def send(data: Out, related: str | None) -> None:
             cs = holder[0]
             queue = None if cs.legacy or related is None else cs.streams.get(related)
+            if queue is None and related is not None and not cs.legacy and not cs.listening \
+                    and cs.streams:
+                # its request's stream has closed and the client keeps no GET stream: the
+                # stream of the request opened last (e.g. a tasks/result waiting for the task)
+                queue = next(reversed(cs.streams.values()))
             target = queue if queue is not None else cs.background
             try:
                 target.put_nowait(data)
@@ -173,7 +188,8 @@ class ReplayApp:
                                protocol_version=self.protocol_version, max_gap=self.max_gap,
                                notices=self.notices,
                                live=self.live.client(sid[:8]) if self.live is not None else None,
-                               send_stored=send)
+                               send_stored=send,
+                               answer_gap=LEGACY_ANSWER_GAP_S if legacy else 0.0)
         cs = _ClientSession(sid, engine, legacy)
         holder.append(cs)
         self.sessions[sid] = cs
@@ -345,6 +361,17 @@ class ReplayApp:
                                                 "over HTTP; send one message per POST"))
             return
         sid = header(scope, b"mcp-session-id")
+        if c.kind == wire.REQUEST and self.era:
+            refusal = self.era.check(c.obj, _era_headers(scope))
+            if refusal is not None:  # as a server of the recorded revision refuses it
+                cs_refused = self.sessions.get(sid or "")
+                if cs_refused is None:
+                    if self._sessionless is None:
+                        self._sessionless = self._new_session()
+                    cs_refused = self._sessionless
+                cs_refused.engine.playback.note_refusal(c.obj, refusal)
+                await send_simple(send, refusal.status, refusal.answer(c.obj["id"]))
+                return
         extra: list[tuple[bytes, bytes]] = []
         opening = False
         if sid is not None:
@@ -487,6 +514,7 @@ class ReplayApp:
         loop = asyncio.get_running_loop()
         gone = loop.create_task(_disconnected(receive))
         ended = loop.create_task(cs.ended.wait())
+        cs.listening += 1
         try:
             while cs.id in self.sessions:
                 getter = loop.create_task(cs.background.get())
@@ -500,6 +528,7 @@ class ReplayApp:
             if not gone.done():  # the session ended: so does its stream
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
+            cs.listening -= 1
             gone.cancel()
             ended.cancel()
             if cs.legacy:
@@ -525,6 +554,15 @@ class ReplayApp:
             return
         await cs.engine.receive(body)
         await send_simple(send, 202, b"Accepted", content_type=b"text/plain")
+
+
+_ERA_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
+
+
+def _era_headers(scope: dict[str, Any]) -> dict[str, str]:
+    """The headers a stateless server checks against the body, by lower-case name."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1")
+            for k, v in scope["headers"] if k.lower() in _ERA_HEADERS}
 
 
 class DroppedStream(Exception):

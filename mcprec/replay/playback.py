@@ -38,6 +38,7 @@ from ..errors import NoMatchError, ReplayError, UsageError
 from ..matching import METHOD_ONLY, Match, MatchOptions
 from .choose import SessionChoice
 from .ending import Ending
+from .era import Era, Refusal
 from .refs import References
 from .model import (
     CANCELLED, EMPTY_RESULT_METHODS, INTERNAL_ERROR, NO_MATCH_CODE, PROTOCOL_VERSION_POLICIES,
@@ -84,6 +85,13 @@ class Playback(Ending):
         self._notices = notices if notices is not None else set()  # said once (HTTP: shared)
         sessions = [session] if isinstance(session, Session) else list(session)
         self.choice = SessionChoice(cassette, sessions, options)
+        self.era = Era(s.protocol_version for s in sessions)
+        """The revisions the recording speaks: requests of a stateless one are checked as a
+        server of it checks them (``era.py``)."""
+        self.refused: list[dict[str, Any]] = []
+        """Requests refused as a server of the recorded revision refuses them."""
+        self.other_era: dict[str, Any] | None = None
+        """The client speaks another era than the recording: its revision and the recorded."""
         self.timing = timing
         self.stats = ReplayStats()
         # the recording was redacted: redact incoming requests alike, so that they still match
@@ -204,6 +212,11 @@ class Playback(Ending):
             if not wire.valid_request_id(c.obj["id"]):
                 self.send(error_response(None, -32600, wire.INVALID_ID), None)
                 return
+            if self.era and self.transport != "http":  # HTTP checks with the headers
+                refusal = self.refuse(c.obj)
+                if refusal is not None:
+                    self.send(refusal.answer(c.obj["id"]), wire.id_text(c.obj["id"]))
+                    return
             if c.method in METHOD_ONLY:  # matched on the method alone: nothing to redact
                 self._request(c.obj, c.obj)
                 return
@@ -242,8 +255,36 @@ class Playback(Ending):
             return False
         found, rid = hit
         self.stats.requests += 1
+        if self.era.stateless:  # a request of the stateless revision: the connection is
+            self.era.pinned = True
         self._matched(found, rid, wire.id_text(rid), None, started, raw=raw)
         return True
+    def refuse(self, obj: dict[str, Any], headers: dict[str, str] | None = None
+               ) -> Refusal | None:
+        """How a server of the recorded revision refuses the request ``obj`` (``era.py``),
+        noted for the report; None when it answers it."""
+        refusal = self.era.check(obj, headers)
+        if refusal is not None:
+            self.note_refusal(obj, refusal)
+        return refusal
+
+    def note_refusal(self, obj: dict[str, Any], refusal: Refusal) -> None:
+        """Count a refused request for the report; say once why a client of another era is."""
+        self.stats.requests += 1
+        self.refused.append({"method": obj.get("method"), "id": obj.get("id"),
+                             "code": refusal.code, "status": refusal.status,
+                             "reason": refusal.reason})
+        if not refusal.other_era:
+            return
+        data = refusal.data if isinstance(refusal.data, dict) else {}
+        self.other_era = {"client": data.get("requested"), "recorded": self.era.recorded}
+        text = (f"the client speaks protocol revision {data.get('requested')}, the recording "
+                f"{', '.join(self.era.recorded)}: its requests get -32022 naming the recorded "
+                "revision (record the client against a server of its revision)")
+        if text not in self._notices:
+            self._notices.add(text)
+            _log.warning("replay", text)
+
     def client_answer(self, id_text: str, obj: dict[str, Any]) -> bool:
         """The client answered a request of ours; False if no one asked it that."""
         on_answer = self._asked.pop(id_text, None)
@@ -309,17 +350,26 @@ class Playback(Ending):
     def _task_state(self, found: Match, rid: Any, key: str, obj: dict[str, Any] | None,
                     raw: bytes, started: float) -> bool:
         """A request that created a task starts its timeline (its status notifications play
-        at their recorded offsets); a ``tasks/get`` is answered from the timeline (True)."""
+        at their recorded offsets, on the stream of that request while it is open); a
+        ``tasks/get`` is answered from the timeline; a ``tasks/result`` (which blocks until the
+        task ends) is answered once the timeline reaches its terminal status (True: handled)."""
         tasks = self._tasks
         pace = self.timing if self.timing is not None else 1.0
         if found.seq in tasks.creations:
             for line, notes in tasks.created(found.seq, started):
                 if notes:
-                    run = Run(notes, (started, line.created.t_ns), None, None, None, None, None)
+                    run = Run(notes, (started, line.created.t_ns), None, None, key, None, None)
                     run.pace = pace
                     self._runs.add(run)
                     self._pump(run)
             return False
+        if found.seq in tasks.results:
+            params = obj if obj is not None else wire.loads(raw)
+            due = tasks.ends_at(param_of(params, "taskId"), pace)
+            if due is None or due <= self._now():
+                return False
+            self._play_request(found, rid, key, obj, started, raw=raw, hold=due)
+            return True
         if found.seq not in tasks.gets:
             return False
         task = tasks.status(param_of(obj if obj is not None else wire.loads(raw), "taskId"),
@@ -348,11 +398,13 @@ class Playback(Ending):
         self._announced = s
 
     def _play_request(self, found: Match, rid: Any, key: str, obj: dict[str, Any] | None,
-                      started: float, fault: Fault | None = None, raw: bytes = b"") -> None:
+                      started: float, fault: Fault | None = None, raw: bytes = b"",
+                      hold: float | None = None) -> None:
         """Play the recorded handling of ``found`` for the client's request ``obj`` (None:
-        not parsed yet, ``raw`` is its text)."""
+        not parsed yet, ``raw`` is its text); ``hold``: not before that ``clock()`` time."""
         plain = self.choice.matcher.plain(found.seq)
-        if plain is not None and fault is None and self.timing is None and not self.ended:
+        if plain is not None and fault is None and self.timing is None and not self.ended \
+                and hold is None:
             # one answer with nothing to wait for, from the replay plan (cassette/plan.py): as
             # below, without reading the recorded request and answer (two whole rows and a
             # search for the id in each). 5,000 small requests sent as recorded, in-process:
@@ -363,7 +415,8 @@ class Playback(Ending):
             return
         req = found.request
         script = self.choice.matcher.handling(req.seq)
-        if len(script) == 1 and fault is None and self.timing is None and not self.ended:
+        if len(script) == 1 and fault is None and self.timing is None and not self.ended \
+                and hold is None:
             m = script[0]
             if (m.reply_to == req.seq and m.waits_for is None and not m.http
                     and (m.kind == wire.RESPONSE or m.kind == wire.ERROR)
@@ -422,6 +475,9 @@ class Playback(Ending):
                 return
             if fault.effect == "malformed":
                 self.malformed.add(key)
+        if hold is not None:
+            self._sleep(run, hold)
+            return
         self._pump(run)
 
     def _answered_at_once(self, found: Match, key: str, answer: bytes | StoredText,
@@ -506,6 +562,8 @@ class Playback(Ending):
             "unplayed": [{"seq": m.seq, "method": m.method} for m in self.unplayed()],
             **({"faults": self.faults.report()} if self.faults is not None else {}),
             **({"protocol_version": self.versions} if self.versions is not None else {}),
+            **({"refused": self.refused} if self.refused else {}),
+            **({"other_era": self.other_era} if self.other_era is not None else {}),
             **({"tasks_unfinished": self._tasks.unfinished}
                if self._tasks is not None and self._tasks.unfinished else {}),
         }

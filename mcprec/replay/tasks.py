@@ -40,6 +40,7 @@ class Tasks:
         self.timelines: dict[str, _Timeline] = {}
         self.creations: dict[int, list[_Timeline]] = {}  # creating request seq -> its tasks
         self.gets: set[int] = set()  # recorded tasks/get request seqs
+        self.results: set[int] = set()  # recorded tasks/result request seqs
         self.notes: set[int] = set()  # recorded status notification seqs
         self.unfinished: list[dict[str, Any]] = []
         self._said: set[str] = set()
@@ -51,6 +52,8 @@ class Tasks:
                 requests[m.seq] = m
                 if m.method == "tasks/get":
                     self.gets.add(m.seq)
+                elif m.method == "tasks/result":
+                    self.results.add(m.seq)
                 continue
             if kind == wire.RESPONSE and m.reply_to in requests and b'"taskId"' in m.raw:
                 result = m.json.get("result") if isinstance(m.json, dict) else None
@@ -111,6 +114,17 @@ class Tasks:
             _log.warning("replay", f"task {task_id}: the recording stopped while it was "
                          f"{task.get('status')}; replay answers that status from now on")
         return task
+
+    def ends_at(self, task_id: Any, scale: float) -> float | None:
+        """When (a ``clock()`` time) the task reaches its recorded terminal status, replayed
+        (``scale``: --timing); None when it never does or was not created by this client."""
+        line = self.timelines.get(task_id) if isinstance(task_id, str) else None
+        if line is None or line.base is None:
+            return None
+        for offset, task, _ in line.entries:
+            if task.get("status") in TERMINAL:
+                return line.base + offset / 1e9 * scale
+        return None
 
     def told(self, m: Message) -> bool:
         """A recorded status notification is about to play (from the script it was recorded
