@@ -122,6 +122,28 @@ def test_rotate_every_starts_a_new_file_once_the_first_session_is_old(upstream: 
         {"r-2": ("complete", ["b-only"]), "r-3": ("complete", ["c-only"])}]
 
 
+def test_stateless_traffic_moves_to_the_new_file_between_requests(tmp_path: Path) -> None:
+    """A stateless server: the one session of sessionless traffic ends in its file once the
+    bound is passed, and the requests after it are recorded in a new session of a new file."""
+    server = start_sdk_http("--stateless", "--json-response")
+    proxy = start_proxy(server.url, tmp_path / "sl.db", "sl", extra=["--rotate-every", "300ms"])
+    try:
+        with httpx.Client(timeout=30) as http:
+            for i, text in enumerate(("early-1", "early-2", None, "late-1", "late-2")):
+                if text is None:
+                    time.sleep(0.5)
+                    continue
+                r = http.post(proxy.url, content=orjson.dumps(_call(text, i)), headers=HEAD)
+                assert r.status_code == 200 and text in r.text, r.text
+    finally:
+        code, _ = proxy.stop()
+        server.stop()
+    assert code == 0, proxy.stderr_text()
+    files = sorted(tmp_path.glob("sl-*.db"))
+    assert [_echoed(p) for p in files] == [{"sl": ("complete", ["early-1", "early-2"])},
+                                          {"sl-2": ("complete", ["late-1", "late-2"])}]
+
+
 @pytest.fixture(scope="module")
 def rotated(upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding the three files of a recording rotated by size."""

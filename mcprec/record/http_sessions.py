@@ -159,6 +159,16 @@ class ProxyRecordings:
         self._open[writer] = f
         return writer
 
+    def stale(self, writer: SessionRecording) -> bool:
+        """Whether ``writer``'s file is no longer the one new sessions go to (the bound passed):
+        the proxy's one session of sessionless traffic (a stateless server) then gives way to
+        a new one, in the new file, between requests."""
+        if not self.rotating:
+            return False
+        self._rotate_if_due()
+        f = self._open.get(writer)  # type: ignore[call-overload]
+        return f is not None and f is not self._file
+
     def close(self, writer: SessionRecording, status: str = "complete") -> None:
         """End one session: nothing of it is kept here after."""
         writer.close(status=status)

@@ -141,7 +141,8 @@ class RecordingProxy:
             # the file recorded into first (every file of a rotating recording has its salt)
             self._redact = salted_for(self._redact, self._recordings.cassette_path)
         self._redacted: dict[tuple[tuple[bytes, bytes], ...], dict[str, str]] = {}
-        self._router = SessionRouter(self._recordings.open, self._recordings.close)
+        self._router = SessionRouter(self._recordings.open, self._recordings.close,
+                                     getattr(self._recordings, "stale", None))
         self.idle: IdleSessions[str] = IdleSessions(session_idle, self._router.ended)
         self._exchanges = itertools.count(1)
 
