@@ -256,3 +256,11 @@ def test_rotated_names_sort_as_opened(tmp_path: Path) -> None:
     second = rotated_path(tmp_path / "n.db", after=first, now=1_800_000_000.0)
     third = rotated_path(tmp_path / "n.db", after=second, now=1_700_000_000.0)
     assert first.name < second.name < third.name
+
+
+def test_a_name_the_rotated_set_holds_is_refused(rotated: Path) -> None:
+    """record -s r into a rotated set whose first file has a session r: one line, exit 1."""
+    r = run_mcprec("record", "--target", "http://127.0.0.1:9/mcp", "-c", str(rotated / "set.db"),
+                   "-s", "r", "--rotate-size", "1M")
+    assert r.returncode != 0 and b"already has a session named 'r'" in r.stderr, r.stderr
+    assert b"Traceback" not in r.stderr

@@ -159,7 +159,7 @@ def record_http(
     url = url_of(sock, proxy.path)
     proxy.listen_origin = url[: url.index("/", len("http://"))]
     where = f"{rotated_glob(path)} (a new file past " + " or ".join(
-        ([f"{rotate_size} bytes"] if rotate_size is not None else [])
+        ([_bytes(rotate_size)] if rotate_size is not None else [])
         + ([f"{rotate_every:g} s"] if rotate_every is not None else [])) + ")" \
         if rotating else str(path)
 
@@ -180,6 +180,14 @@ def record_http(
                   + (f"{len(files)} files {rotated_glob(path)}" if len(files) > 1
                      else str(files[0]) if files else str(path)))
     return 0
+
+
+def _bytes(n: int) -> str:
+    """A size as given to ``--rotate-size``: 100 MiB, 1.5 GiB, 512 KiB."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{n} bytes"
 
 
 def glob_matches(base: Path) -> bool:
