@@ -206,15 +206,18 @@ def record_cassette(tmp: Path, name: str, texts: list[str]) -> Path:
     return cassette
 
 
-def check_cassette(path: Path, sessions: int) -> None:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        got = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
-        calls = conn.execute("SELECT count(*) FROM messages WHERE method = 'tools/call' "
-                             "AND kind = 'request'"
-                             ).fetchone()[0]
-    finally:
-        conn.close()
+def check_cassette(path: Path, sessions: int, files: list[Path] | None = None) -> None:
+    """``sessions`` sessions of one tools/call each in ``path`` (or in the ``files`` of a
+    rotated recording, each session whole in one of them)."""
+    got = calls = 0
+    for one in files or [path]:
+        conn = sqlite3.connect(f"file:{one}?mode=ro", uri=True)
+        try:
+            got += conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+            calls += conn.execute("SELECT count(*) FROM messages WHERE method = 'tools/call' "
+                                  "AND kind = 'request'").fetchone()[0]
+        finally:
+            conn.close()
     if got != sessions or calls != sessions:
         raise BenchError(f"{path.name}: {got} sessions, {calls} tools/call recorded; "
                          f"expected {sessions} of each")
@@ -259,6 +262,8 @@ def main() -> int:
                     help="clients against replay of the many-session cassette")
     ap.add_argument("--candidates", type=int, default=300,
                     help="recorded sessions in the many-session cassette")
+    ap.add_argument("--rotate-size", metavar="SIZE",
+                    help="proxy phase: record --target --rotate-size SIZE (e.g. 1M)")
     ap.add_argument("--full", action="store_true",
                     help="the issue's sizes: 100,000 proxy sessions, 100,000 and 10,000 clients")
     ap.add_argument("--only", choices=("proxy", "one", "many"), action="append",
@@ -276,15 +281,21 @@ def main() -> int:
             cassette = tmp / "proxy.db"
             try:
                 rec = Proc([*MCPREC, "record", "--target", up.url, "--listen", "127.0.0.1:0",
-                            "-c", str(cassette), "-s", "soak"], tmp, "record", from_stderr=True)
+                            "-c", str(cassette), "-s", "soak",
+                            *(["--rotate-size", args.rotate_size] if args.rotate_size else [])],
+                           tmp, "record", from_stderr=True)
                 try:
                     results["proxy"] = soak(rec, args.proxy, ["hello"], True, "proxy")
                 finally:
                     rec.stop()
             finally:
                 up.stop()
-            check_cassette(cassette, args.proxy)
-            cassette.unlink()
+            files = sorted(tmp.glob("proxy-*.db")) if args.rotate_size else None
+            check_cassette(cassette, args.proxy, files)
+            if files:
+                print(f"  proxy: {len(files)} files rotated past {args.rotate_size}", flush=True)
+            for f in files or [cassette]:
+                f.unlink()
         if "one" in phases:
             one = record_cassette(tmp, "one", ["hello"])
             print(f"replay -s one: {args.replay_one:,} clients", flush=True)

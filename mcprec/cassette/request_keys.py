@@ -14,7 +14,13 @@ def request_keys(cassette: Cassette, sessions: Sequence[Session]
                  ) -> dict[int, tuple[dict[tuple[str, str], int], dict[str, int], str | None]]:
     """Per session id: how many client requests it recorded under each stored (method,
     match key), how many of each method, and the match key of its first ``initialize`` (None
-    when it recorded none). One grouped query per 500 sessions."""
+    when it recorded none). One grouped query per 500 sessions (per file, for a set of
+    cassettes: ``sets.CassetteSet.request_keys``)."""
+    own = getattr(cassette, "request_keys", None)
+    if own is not None:
+        found: dict[int, tuple[dict[tuple[str, str], int], dict[str, int], str | None]] = \
+            own(sessions)
+        return found
     out: dict[int, tuple[dict[tuple[str, str], int], dict[str, int], str | None]] = {
         s.id: ({}, {}, None) for s in sessions}
     first_init: dict[int, tuple[int, str | None]] = {}

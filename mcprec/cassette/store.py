@@ -299,13 +299,15 @@ class Cassette:
             "ON CONFLICT (session_id) DO UPDATE SET manifest = excluded.manifest",
             (sid, orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS).decode()))
 
-    def redaction_salt(self, *, create: bool = False) -> bytes | None:
-        """The cassette's key for hash pseudonyms; with ``create``, made (32 random bytes) when
-        the cassette has none yet. Never printed: it stays in its own table."""
+    def redaction_salt(self, *, create: bool = False, salt: bytes | None = None
+                       ) -> bytes | None:
+        """The cassette's key for hash pseudonyms; with ``create``, made when the cassette has
+        none yet: ``salt`` (another file of the same recording's), else 32 random bytes. Never
+        printed: it stays in its own table."""
         try:
             if create:
                 self._conn.execute("INSERT INTO redaction_salt (id, salt) VALUES (1, ?) "
-                                   "ON CONFLICT (id) DO NOTHING", (os.urandom(32),))
+                                   "ON CONFLICT (id) DO NOTHING", (salt or os.urandom(32),))
             row = self._conn.execute("SELECT salt FROM redaction_salt WHERE id = 1").fetchone()
         except sqlite3.OperationalError:  # a cassette of an older format, read as it is
             if create:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -91,31 +92,48 @@ def _session_json(s: Any, redaction: dict[int, Any], backpressure: dict[int, Any
 
 
 @click.command()
-@click.argument("cassette", type=click.Path(dir_okay=False))
+@click.argument("cassette")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def sessions(cassette: str, as_json: bool) -> None:
     """List the sessions in CASSETTE. UNANS counts the requests (either direction) that have
-    no recorded answer: cut off, cancelled, or still in flight."""
+    no recorded answer: cut off, cancelled, or still in flight.
+
+    CASSETTE may be a directory or a glob (quoted), e.g. the files of a rotated recording
+    ('cassettes/staging-*.db'): then every file's sessions, with a FILE column (a "file"
+    field in --json)."""
     from ..cassette import open_cassette
+    from ..cassette.sets import expand, is_set
     from ..cassette.views import unanswered_counts
     from ..show.timeline import format_table, session_rows
 
-    with open_cassette(cassette) as c:
-        found = c.sessions()
-        redaction = c.redaction_manifests()
-        backpressure = c.backpressure()
-        losses = c.losses()
-        unanswered = unanswered_counts(c)
+    paths = expand([cassette]) if is_set(cassette) else [Path(cassette)]
+    several = is_set(cassette)
+    table: list[list[str]] = []
+    records: list[dict[str, Any]] = []
+    for path in paths:
+        with open_cassette(path) as c:
+            found = c.sessions()
+            redaction = c.redaction_manifests()
+            backpressure = c.backpressure()
+            losses = c.losses()
+            unanswered = unanswered_counts(c)
+        if as_json:
+            records += [{**({"file": str(path)} if several else {}),
+                         **_session_json(s, redaction, backpressure, losses),
+                         "unanswered": unanswered.get(s.id, 0)} for s in found]
+            continue
+        rows = session_rows(found, unanswered, losses)
+        if several:
+            rows = [["FILE", *rows[0]]] + [[safe(path.name), *r] for r in rows[1:]]
+        table += rows if not table else rows[1:]
     if as_json:
         import orjson
 
-        click.echo(orjson.dumps([{**_session_json(s, redaction, backpressure, losses),
-                                  "unanswered": unanswered.get(s.id, 0)} for s in found],
-                                option=orjson.OPT_INDENT_2))
-    elif not found:
-        click.echo(f"{cassette}: no sessions")
+        click.echo(orjson.dumps(records, option=orjson.OPT_INDENT_2))
+    elif len(table) < 2:
+        click.echo(f"{safe(cassette)}: no sessions")
     else:
-        click.echo(format_table(session_rows(found, unanswered, losses)))
+        click.echo(format_table(table))
 
 
 @click.command()

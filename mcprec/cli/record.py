@@ -56,6 +56,13 @@ from ._common import (
                    "<= 1, each drawn as it begins); every session is forwarded all the same.")
 @click.option("--seed", type=int,
               help="With --sample: the same seed draws the same sessions, in order.")
+@click.option("--rotate-size", "rotate_size", metavar="SIZE",
+              help="With --target: rotate the cassette: record into NAME-<UTC time>.db files "
+                   "next to -c NAME.db, a new one for the sessions that begin once the current "
+                   "one is past SIZE (e.g. 100M, 1G); a session stays whole in its file.")
+@click.option("--rotate-every", "rotate_every", metavar="DURATION",
+              help="With --target: rotate the cassette (as --rotate-size) once the current "
+                   "file's first session is DURATION old (e.g. 1h, 30m).")
 @click.option("--allow-origin", "allow_origin", multiple=True, metavar="ORIGIN",
               help="With --target: a browser Origin to accept besides local ones "
                    "(repeatable); others get 403.")
@@ -80,6 +87,7 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
            exit_timeout: float, target: str | None, listen: str, upstream_timeout: float,
            allow_host: tuple[str, ...], max_idle: str | None, session_idle: str,
            sample: float | None, seed: int | None,
+           rotate_size: str | None, rotate_every: str | None,
            allow_origin: tuple[str, ...],
            max_message_size: str, scripts: tuple[str, ...], replace: bool, otlp: str | None,
            otlp_headers: tuple[str, ...], redact_paths: tuple[str, ...],
@@ -111,6 +119,10 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
                                "its client closes, a --script one when its steps are done)")
     if (sample is not None or seed is not None) and (target is None or scripts):
         raise click.UsageError("--sample and --seed go with --target URL")
+    if (rotate_size is not None or rotate_every is not None) and (target is None or scripts):
+        raise click.UsageError("--rotate-size and --rotate-every go with --target URL")
+    size_bound = _size(rotate_size, "--rotate-size") if rotate_size is not None else None
+    time_bound = _duration(rotate_every, "--rotate-every") if rotate_every is not None else None
     if seed is not None and sample is None:
         raise click.UsageError("--seed goes with --sample FRACTION")
     if sample is not None and not 0 < sample <= 1:
@@ -132,7 +144,8 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
                              redact=_redactor(redact_paths, redact_keys, redact_patterns),
                              allowed_hosts=allow_host, allowed_origins=allow_origin,
                              max_idle=idle, session_idle=_session_idle(session_idle),
-                             sample=sample, seed=seed))
+                             sample=sample, seed=seed, rotate_size=size_bound,
+                             rotate_every=time_bound))
     if not command:
         raise click.UsageError("missing the server command: mcprec record [OPTIONS] -- COMMAND...")
     from ..record.api import record_stdio

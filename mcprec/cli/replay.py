@@ -19,8 +19,8 @@ from ._common import (
 
 
 @click.command()
-@click.argument("cassette", type=click.Path(dir_okay=False), required=False)
-@click.option("-c", "--cassette", "cassette_opt", type=click.Path(dir_okay=False),
+@click.argument("cassette", type=click.Path(), required=False)
+@click.option("-c", "--cassette", "cassette_opt", type=click.Path(),
               metavar="FILE", help="The cassette, given as `record -c` takes it (instead of "
               "the CASSETTE argument).")
 @click.option("-s", "--session", help="Session to replay (default: each client gets the "
@@ -101,6 +101,9 @@ def replay(cassette: str | None, cassette_opt: str | None, session: str | None, 
     are matched to recorded ones (method + params, key order and _meta ignored) and answered
     with the recorded notifications, server requests and response. Give the real server
     after `--` for the recording modes.
+
+    CASSETTE may also be a directory or a (quoted) glob, e.g. the files of a rotated
+    recording: they replay as one cassette (mode none).
     """
     if cassette_opt is not None:
         if cassette is not None:  # no CASSETTE argument: it was the server's first word

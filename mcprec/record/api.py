@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 from collections.abc import Callable, Sequence
@@ -14,7 +15,8 @@ from ..cassette import Cassette
 from .process import ProcessSessionWriter, RecorderProcess, create_recorded_session
 from ..redact import Redactor, default_redactor
 from ..wire import SERVER_TO_CLIENT
-from ..errors import CassetteError, McprecError, ServerStartError
+from ..cassette.sets import expand, rotated_glob
+from ..errors import CassetteError, McprecError, ServerStartError, UsageError
 from ..naming import SESSION_ENV, default_cassette, default_http_cassette, default_session_name
 from ..transports.stdio import StdioTap, run_loop
 
@@ -123,6 +125,8 @@ def record_http(
     session_idle: float | None = 600.0,
     sample: float | None = None,
     seed: int | None = None,
+    rotate_size: int | None = None,
+    rotate_every: float | None = None,
 ) -> int:
     """Run a recording reverse proxy in front of the MCP endpoint at ``target`` until SIGINT or
     SIGTERM, or until ``max_idle`` seconds pass with no request in flight and no traffic (an
@@ -134,29 +138,40 @@ def record_http(
     it rewrites ``Host`` to the target's, so the server's own check would never fire.
     A session without a request in flight for ``session_idle`` seconds is ended in the
     cassette (None: never), so that a client that left without DELETE holds nothing.
-    ``sample``: record that fraction of the sessions (drawn with ``seed``), forward all."""
+    ``sample``: record that fraction of the sessions (drawn with ``seed``), forward all.
+    ``rotate_size`` (bytes) and ``rotate_every`` (seconds): rotate the cassette, recording into
+    ``NAME-<UTC time>.db`` files next to ``cassette``, a new one for the sessions that begin
+    once the current one has passed a bound (``record.http_sessions.ProxyRecordings``)."""
     from ..transports.http_proxy import RecordingProxy
     from .http_sessions import ProxyRecordings
     from ..transports.http_serve import Trust, bind, parse_listen, run_app, url_of
 
     host, port = parse_listen(listen)
     path = Path(cassette) if cassette is not None else default_http_cassette(target)
-    if session is not None and path.exists():
-        with Cassette.open(path) as c:  # refuse now, not at the first client's request
-            if any(s.name == session for s in c.sessions()):
-                raise CassetteError(f"cassette {path} already has a session named {session!r}; "
-                                    "choose another --session name")
+    rotating = rotate_size is not None or rotate_every is not None
+    if rotating and path.is_dir():
+        raise UsageError(f"-c {path} is a directory; give the cassette's name (e.g. "
+                         f"{path / 'recording.db'}): rotated files are named after it")
+    if session is not None:  # refuse now, not at the first client's request
+        _check_name_free(expand([rotated_glob(path)]) if rotating and glob_matches(path)
+                         else [path] if not rotating and path.exists() else [], session)
+    recordings = functools.partial(ProxyRecordings, rotate_size=rotate_size,
+                                   rotate_every=rotate_every) if rotating else ProxyRecordings
     proxy = RecordingProxy(target, path, session=session, tags=tags, timeout=timeout,
                            redact=redact if redact is not None else default_redactor(),
                            trust=Trust(host, allowed_hosts, allowed_origins),
                            session_idle=session_idle, sample=sample, seed=seed,
-                           recordings=ProxyRecordings)
+                           recordings=recordings)
     sock = bind(host, port)
     url = url_of(sock, proxy.path)
     proxy.listen_origin = url[: url.index("/", len("http://"))]
+    where = f"{rotated_glob(path)} (a new file past " + " or ".join(
+        ([_bytes(rotate_size)] if rotate_size is not None else [])
+        + ([f"{rotate_every:g} s"] if rotate_every is not None else [])) + ")" \
+        if rotating else str(path)
 
     def ready() -> None:
-        _log.info("record", f"recording {url} -> {proxy.target} into {path}")
+        _log.info("record", f"recording {url} -> {proxy.target} into {where}")
         if on_ready is not None:
             on_ready(url)
 
@@ -166,11 +181,38 @@ def record_http(
             _log.warning("record", f"no traffic for {max_idle:g} s (--max-idle) and no client "
                          f"ever connected: nothing recorded in {path}")
             return 1
+        files = proxy.files
         _log.info("record", f"no traffic for {max_idle:g} s (--max-idle): recording ended, "
-                  f"{n} session{'' if n == 1 else 's'} in {path}")
+                  f"{n} session{'' if n == 1 else 's'} in "
+                  + (f"{len(files)} files {rotated_glob(path)}" if len(files) > 1
+                     else str(files[0]) if files else str(path)))
     if proxy.lost:  # said on stderr by the recorder, with the cause and the count
         return EXIT_LOST
     return 0
+
+
+def _bytes(n: int) -> str:
+    """A size as given to ``--rotate-size``: 100 MiB, 1.5 GiB, 512 KiB."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{n} bytes"
+
+
+def glob_matches(base: Path) -> bool:
+    """Whether files rotated from ``base`` exist already."""
+    import glob
+
+    return bool(glob.glob(rotated_glob(base)))
+
+
+def _check_name_free(paths: Sequence[Path], session: str) -> None:
+    """Refuse a ``--session`` name the cassette (or a file of the rotated set) already has."""
+    for p in paths:
+        with Cassette.open(p) as c:
+            if any(s.name == session for s in c.sessions()):
+                raise CassetteError(f"cassette {p} already has a session named {session!r}; "
+                                    "choose another --session name")
 
 
 def failed_recording(path: str | os.PathLike[str], session: str) -> str | None:

@@ -284,6 +284,13 @@ class RecorderProcess:
         with contextlib.suppress(OSError):
             self._proc.stdin.close()
 
+    def finished(self) -> bool:
+        """Whether the recorder has exited (its pipe then closed on this side)."""
+        if self._proc.poll() is None:
+            return False
+        self.wait(0)
+        return True
+
     def wait(self, timeout: float | None = None) -> int | None:
         """Wait for the recorder to commit everything and exit (any thread)."""
         try:

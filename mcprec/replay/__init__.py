@@ -81,6 +81,7 @@ def replay_stdio(
     """
     mode = Mode.parse(mode)
     check_report_path(report)
+    _check_set(cassette, mode)
     path = Path(cassette)
     if mode.may_record:  # processes recording one cassette take turns, as the plugin's do
         from ..cassette.lock import cassette_lock
@@ -109,7 +110,7 @@ def _replay_stdio(path: Path, session: str | None, mode: Mode, server: Sequence[
             )
         return _record_stdio_instead(path, session, mode, server, redact, report)
 
-    c = Cassette.open(path, read_only=True)  # new_episodes writes through its own
+    c = open_for_replay(path)  # read-only; new_episodes writes through its own
     try:
         found = candidates(c, session)
         s = found[0]
@@ -163,6 +164,27 @@ def _replay_stdio(path: Path, session: str | None, mode: Mode, server: Sequence[
     if engine.exit_code is not None:
         return _exit_status(engine.exit_code)
     return _unmatched_status([engine], allow_unmatched)
+
+
+def open_for_replay(cassette: str | os.PathLike[str]) -> Cassette:
+    """The cassette to replay: a file, or the files a directory or a glob names, read as one
+    (``cassette.sets.CassetteSet``: each client is answered from the recorded session its
+    traffic matches, whichever file holds it)."""
+    from ..cassette.sets import expand, is_set, open_set
+
+    if is_set(cassette):
+        return open_set(expand([cassette]), label=os.fspath(cassette))
+    return Cassette.open(cassette, read_only=True)
+
+
+def _check_set(cassette: str | os.PathLike[str], mode: Mode) -> None:
+    """A set of cassettes (a directory, a glob) is replayed, never recorded into."""
+    from ..cassette.sets import is_set
+
+    if mode is not Mode.NONE and is_set(cassette):
+        raise UsageError(f"{os.fspath(cassette)} names several cassettes (a directory or a "
+                         f"glob): they replay in mode 'none' only, as one; mode "
+                         f"{mode.value!r} records into one cassette file")
 
 
 def _check_faults(c: Cassette, sessions: list[Any], faults: Any) -> None:
@@ -306,13 +328,14 @@ def replay_http(
 
     mode = Mode.parse(mode)
     check_report_path(report)
+    _check_set(cassette, mode)
     if needs_recording(Path(cassette), session, mode):
         return _record_http_instead(cassette, session, mode, target, listen, redact,
                                     allowed_hosts, allowed_origins, on_ready)
     if mode is Mode.NEW_EPISODES and target is None:
         raise UsageError("mode 'new_episodes' needs the real server's --target URL")
     host, port = parse_listen(listen)
-    c = Cassette.open(cassette, read_only=True)  # new_episodes: its own
+    c = open_for_replay(cassette)  # read-only; new_episodes: its own
     try:
         found = candidates(c, session)
         s = found[0]

@@ -127,12 +127,6 @@ class RecordingProxy:
         self.max_body = max_body
         self.trust = trust if trust is not None else Trust("127.0.0.1")
         self.listen_origin = ""  # set once bound, to rewrite legacy endpoint URLs
-        self._redact = redact if redact is not None else default_redactor()
-        if getattr(self._redact, "needs_salt", False):  # pseudonyms in headers as in messages
-            from ..redact.manifest import salted_for
-
-            self._redact = salted_for(self._redact, cassette)
-        self._redacted: dict[tuple[tuple[bytes, bytes], ...], dict[str, str]] = {}
         self._client: Upstream | None = None
         self._taking = asyncio.Event()
         """Set while the recorder keeps up: requests are read and forwarded."""
@@ -140,7 +134,15 @@ class RecordingProxy:
         self._recordings = recordings(cassette, self.target, session=session, tags=tags,
                                       redact=redact, on_pressure=self._recorder_behind,
                                       sample=sample, seed=seed)
-        self._router = SessionRouter(self._recordings.open, self._recordings.close)
+        self._redact = redact if redact is not None else default_redactor()
+        if getattr(self._redact, "needs_salt", False):  # pseudonyms in headers as in messages
+            from ..redact.manifest import salted_for
+
+            # the file recorded into first (every file of a rotating recording has its salt)
+            self._redact = salted_for(self._redact, self._recordings.cassette_path)
+        self._redacted: dict[tuple[tuple[bytes, bytes], ...], dict[str, str]] = {}
+        self._router = SessionRouter(self._recordings.open, self._recordings.close,
+                                     getattr(self._recordings, "stale", None))
         self.idle: IdleSessions[str] = IdleSessions(session_idle, self._router.ended)
         self._exchanges = itertools.count(1)
 
@@ -159,6 +161,11 @@ class RecordingProxy:
     def session_count(self) -> int:
         """How many cassette sessions were recorded so far."""
         return self._recordings.count
+
+    @property
+    def files(self) -> list[Any]:
+        """The cassette files recorded into, in order (several when rotating)."""
+        return list(getattr(self._recordings, "files", ()))
 
     @property
     def sessions_skipped(self) -> int:

@@ -18,9 +18,15 @@ class SessionRouter:
     """The cassette sessions of one proxy by MCP session id, legacy endpoint, or none."""
 
     def __init__(self, open_session: Callable[[str], SessionRecording],
-                 close_session: Callable[[SessionRecording], None] | None = None) -> None:
+                 close_session: Callable[[SessionRecording], None] | None = None,
+                 renew: Callable[[SessionRecording], bool] | None = None) -> None:
+        """``renew(writer)``: whether the sessionless session should give way to a new one for
+        the requests that begin now (a rotating cassette began a new file); it is ended once
+        the requests it has in flight are done."""
         self._open = open_session
         self._close = close_session if close_session is not None else _close
+        self._renew = renew
+        self._in_flight: dict[SessionRecording, int] = {}  # sessionless requests, per session
         self._by_id: dict[str, SessionRecording] = {}
         self._sid_of: dict[SessionRecording, str] = {}
         self._legacy: dict[str, SessionRecording] = {}
@@ -50,7 +56,9 @@ class SessionRouter:
                 return probed, True
             return self._open("http"), True
         self._probed = probe and self._sessionless is None
-        return self.sessionless(), False
+        writer = self.sessionless()
+        self._in_flight[writer] = self._in_flight.get(writer, 0) + 1
+        return writer, False
 
     def answered(self, writer: SessionRecording | None, fresh: bool, new_sid: str | None,
                  status: int) -> None:
@@ -68,6 +76,14 @@ class SessionRouter:
         from a stateless server, whose later requests carry no session id either, so they are
         recorded in it (it became the sessionless session); an error answer, or none, ends it
         here rather than leaving it open and incomplete."""
+        if not fresh and writer is not None and writer in self._in_flight:
+            left = self._in_flight[writer] - 1
+            if left:
+                self._in_flight[writer] = left
+            else:
+                del self._in_flight[writer]
+                if writer is not self._sessionless:  # renewed meanwhile: its last request
+                    self._close(writer)
         if not fresh or writer is None or writer is self._sessionless:
             return
         if self._by_id.get(self._sid_of.get(writer, "")) is writer:
@@ -100,6 +116,11 @@ class SessionRouter:
 
     def sessionless(self) -> SessionRecording:
         """The session of traffic that names none (opened when first needed)."""
+        if self._sessionless is not None and self._renew is not None and \
+                self._renew(self._sessionless):
+            old, self._sessionless = self._sessionless, None
+            if old not in self._in_flight:  # else ended by the last of its requests
+                self._close(old)
         if self._sessionless is None:
             self._sessionless = self._open("http")
         return self._sessionless
@@ -115,6 +136,7 @@ class SessionRouter:
         self._legacy.clear()
         self._sessionless = None
         self._probed = False
+        self._in_flight.clear()
 
 
 def _close(writer: SessionRecording) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import _log
 from ..cassette import Cassette
+from ..cassette.sets import expand
 from ..errors import McprecError, UsageError
 from ..terminal import safe, safe_lines
 from .gate import Gate
@@ -19,19 +20,9 @@ from .run import Verification, accept, describe, run_verification
 
 
 def expand_cassettes(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """Cassette files, and the ``*.db`` files under directories (sorted); each once."""
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = sorted(x for x in p.rglob("*.db") if x.is_file())
-            if not found:
-                raise UsageError(f"no cassettes (*.db) under {p}")
-            out += found
-        elif not p.exists():
-            raise UsageError(f"no such cassette: {p}")
-        else:
-            out.append(p)
-    return list(dict.fromkeys(out))
+    """Cassette files, the ``*.db`` files under directories and the matches of globs (sorted);
+    each once (``cassette.sets.expand``)."""
+    return expand(paths)
 
 
 def reference_sessions(cassette: str | os.PathLike[str]) -> list[str]:
