@@ -127,7 +127,7 @@ def test_session_timeline_message_diff(page: Page, base: str) -> None:
     verdict.wait_for()
     assert verdict.inner_text().startswith("DIFFERENT")
     page.shot("diff-summary")
-    assert tab.locator("li.change", has_text="legacy").locator(".badge.breaking").count() == 1
+    assert tab.locator("li.change", has_text="legacy").locator(".badge.sev-breaking").count() == 1
     flagged = tab.locator("table.latency tr.flagged code").all_text_contents()
     assert "tools/call slow" in flagged
     forecast = tab.locator("li.exchange", has_text="tools/call forecast")

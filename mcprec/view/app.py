@@ -34,7 +34,7 @@ _SECURITY = [
     (b"cross-origin-resource-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 ]
-_SESSION = re.compile(r"/api/sessions/(\d+)(?:/(timeline|locate)|/messages/(\d+)(?:/(during|raw))?)?")
+_SESSION = re.compile(r"/api/sessions/(\d+)(?:/(timeline|locate|filter)|/messages/(\d+)(?:/(during|raw))?)?")
 
 
 def dumps(data: Any) -> bytes:
@@ -114,6 +114,8 @@ class ViewApp:
         if what == "timeline":
             await _json(send, 200, self.data.timeline(
                 sid, _int(args, "start", 0), _int(args, "count", 100), cap=PAGE_MAX))
+        elif what == "filter":
+            await _json(send, 200, self.data.filter(sid, args.get("q", "")[:2000]))
         elif what == "locate":
             await _json(send, 200, self.data.locate(sid, _int(args, "seq", 0)))
         elif seq is None:
