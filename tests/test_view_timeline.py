@@ -305,3 +305,52 @@ def test_log_scale_and_search_stderr(browser: Any, base: str) -> None:
                "document.querySelectorAll('.vlist .row.msg').length === 0")
     assert tab.locator("input.tl-filter").input_value() == "warming"
     t.close()
+
+
+# --- the same, through the JSON API and from a file ---------------------------------------------
+
+
+def test_api_status_cancel_and_filter(base: str) -> None:
+    """Entries carry their status (and code), cancel and cancels; the filter answers indices."""
+    import httpx
+
+    with httpx.Client(base_url=base, timeout=10) as api:
+        entries = api.get("/api/sessions/1/timeline", params={"count": 50}).json()["entries"]
+        msgs = {e["seq"]: e for e in entries if e["type"] == "message"}
+        assert [msgs[s]["status"] for s in (0, 2, 3, 5, 7, 9, 10, 11, 12)] == [
+            "ok", "", "ok", "error", "isError", "cancelled", "", "no answer", "ok"]
+        assert msgs[5]["code"] == -32602
+        assert msgs[9]["cancel"] == 10 and msgs[10]["cancels"] == 9
+        assert msgs[3]["tool"] == "get_weather_forecast_for_city"
+        assert api.get("/api/sessions/1/messages/9").json()["cancel"] == 10
+        f = api.get("/api/sessions/1/filter", params={"q": "status:-32602"}).json()
+        assert [entries[i]["seq"] for i in f["indices"]] == [5] and f["total"] == len(entries)
+        f = api.get("/api/sessions/1/filter", params={"q": "kind:stderr"}).json()
+        assert [entries[i]["type"] for i in f["indices"]] == ["stderr", "stderr"]
+        hits = api.get("/api/search", params={"q": "job 17"}).json()["hits"]
+        assert [(h["type"], h["snippet"]) for h in hits] == [("stderr", "server: report job 17 started")]
+
+
+def test_file_filters_too(browser: Any, cassette: Path, tmp_path: Path) -> None:
+    """view --html: the same status column and filter, from file:// with no server."""
+    from helpers import run_mcprec
+
+    out = tmp_path / "panel.html"
+    r = run_mcprec("view", str(cassette), "--html", str(out))
+    assert r.returncode == 0, r.stderr
+    t = Tab(browser, 1100)
+    tab = t.tab
+    tab.goto(out.as_uri())
+    tab.locator("tr.session td.name a").first.click()
+    tab.locator(".vlist .row.msg").first.wait_for()
+    assert tab.locator(".vlist .row.msg .c-status").all_inner_texts()[5] == "cancelled"
+    tab.locator("input.tl-filter").fill("status:cancelled")
+    until(tab, "() => document.querySelector('.list-pane').dataset.filter === 'status:cancelled'")
+    assert [x.split()[1] for x in tab.locator(".vlist .row.msg .c-method").all_inner_texts()] == ["slow_report"]
+    tab.locator("input.tl-filter").fill("snow")
+    until(tab, "() => document.querySelector('.list-pane').dataset.filter === 'snow'")
+    assert tab.locator(".vlist .row.msg").count() == 1
+    tab.locator("#search-input").fill("warming")
+    tab.locator("#search-input").press("Enter")
+    tab.locator("li.hit.stderr-hit").wait_for()
+    t.close()
