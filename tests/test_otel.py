@@ -107,8 +107,8 @@ def test_one_client_span_per_client_request(recording: Recording, exported: Rece
         assert r.attrs["mcp.protocol.version"] == session.protocol_version
         assert r.attrs["network.transport"] == "pipe"
         assert r.attrs["mcp.session.id"]
-        assert r.resource["service.name"] == "mcprec-test-server"
-        assert r.resource["service.version"] == "1.0.0"
+        assert r.resource["service.name"] == "mcp"  # the client's: the spans are its
+        assert r.resource["service.version"] == session.client_info["version"]
         assert r.resource["telemetry.distro.name"] == "mcprec"
 
 
@@ -414,13 +414,15 @@ def test_http_sessions_name_the_server_and_the_mcp_session() -> None:
     assert span.attributes == {
         "mcp.method.name": "initialize", "jsonrpc.request.id": "1",
         "mcp.session.id": "abc123", "network.transport": "tcp",
-        "network.protocol.name": "http", "server.address": "mcp.example.com",
+        "network.protocol.name": "http", "network.protocol.version": "1.1",
+        "server.address": "mcp.example.com",
         "server.port": 443, "mcp.protocol.version": "2025-06-18"}
     assert span.start_ns == wall_clock_ns(session.started_at) + 1_000_000
     assert span.end_ns - span.start_ns == 3_000_000
-    assert tracer.resource()["service.name"] == "weather"
+    assert tracer.resource()["service.name"] == "c"
     *_, top = tracer.finish()
     assert top.attributes["mcprec.client.name"] == "c"
+    assert top.attributes["mcprec.server.name"] == "weather"
 
 
 def test_a_request_never_answered_lasts_until_the_session_ends() -> None:

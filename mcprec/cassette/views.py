@@ -443,3 +443,43 @@ def _hit(c: Cassette, sid: int, seq: int, t_ns: int, direction: str, kind: str,
     snippet, whole = rows[0]
     return Hit(sid, seq, t_ns, direction, kind, method, rpc_id, size, snippet or "", begin - 1,
                bytes(whole) if whole is not None else None)
+
+
+# --- cancellations, stderr search, the timeline's filter ----------------------------------------
+
+
+def cancellations(c: Cassette, session: Session) -> list[tuple[int, int]]:
+    """Each ``notifications/cancelled`` of the session with the request it cancels:
+    ``(cancel seq, request seq)``, the request being the latest one before the cancel that was
+    sent the same way with the cancel's ``requestId``."""
+    from ..wire import id_text
+
+    out: list[tuple[int, int]] = []
+    for seq, direction, raw in _rows(
+            c, "SELECT seq, direction, raw FROM messages WHERE session_id = ? "
+               "AND method = 'notifications/cancelled' AND kind = 'notification' ORDER BY seq",
+            (session.id,)):
+        try:
+            rid = orjson.loads(text_bytes(raw))["params"]["requestId"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            continue
+        found = _rows(c, "SELECT max(seq) FROM messages WHERE session_id = ? AND seq < ? "
+                         "AND direction = ? AND kind = 'request' AND rpc_id = ?",
+                      (session.id, seq, direction, id_text(rid)))
+        if found and found[0][0] is not None:
+            out.append((int(seq), int(found[0][0])))
+    return out
+
+
+def search_stderr(c: Cassette, terms: Sequence[str], session_ids: Sequence[int], *,
+                  limit: int = 50) -> list[tuple[int, int, int, str]]:
+    """stderr lines holding every one of ``terms`` (any case): ``(session id, line id, t_ns,
+    line)``, at most ``limit``, in session and time order."""
+    if not terms or not session_ids:
+        return []
+    where = " AND ".join("line LIKE ? ESCAPE '\\'" for _ in terms)
+    marks = ", ".join("?" * len(session_ids))
+    rows = _rows(c, f"SELECT session_id, id, t_ns, line FROM stderr WHERE session_id IN ({marks}) "
+                    f"AND {where} ORDER BY session_id, t_ns, id LIMIT ?",
+                 (*session_ids, *(_like(t) for t in terms), limit))
+    return [(int(s), int(i), int(t), str(line)) for s, i, t, line in rows]

@@ -25,6 +25,7 @@ def to_dict(r: DiffResult) -> dict[str, Any]:
         "format": "mcprec-diff", "version": FORMAT_VERSION,
         "equal": r.equal, "a": r.a.to_dict(), "b": r.b.to_dict(),
         "breaking": len(r.breaking), "severity": r.severity, "counts": r.counts,
+        "verdict": _verdict(r),
         "latency_regressions": len(r.latency_regressions),
         "warnings": r.warnings, "ignore": list(r.ignore), "normalize": list(r.normalize),
         "surface_only": r.surface_only, "verify": r.verify,

@@ -23,8 +23,8 @@ from .. import __version__
 from ..cassette import Cassette, Session
 from ..errors import McprecError, UsageError
 from .spans import (
-    DURATION_BOUNDS, OPERATION_DURATION, SESSION_DURATION, SEMCONV_VERSION, AttrValue,
-    HistogramPoint, SessionTracer, SpanData,
+    DURATION_BOUNDS, OPERATION_DURATION, SCHEMA_URL, SERVER_OPERATION_DURATION,
+    SESSION_DURATION, AttrValue, HistogramPoint, SessionTracer, SpanData,
 )
 
 BATCH_SPANS = 512
@@ -33,8 +33,12 @@ RETRYABLE = frozenset({429, 502, 503, 504})
 """The statuses OTLP/HTTP says to retry; a refused or timed-out connection is retried too."""
 MAX_BACKOFF = 30.0
 _DESCRIPTIONS = {
-    OPERATION_DURATION: "The duration of the MCP request or notification as observed on the "
-                        "sender from the time it was sent until the response or ack is received.",
+    # requests only: a notification has no answer (nor, over stdio, an ack) to time it by
+    OPERATION_DURATION: "The duration of an MCP request as observed on the client, from the "
+                        "time it was sent until its response was received.",
+    SERVER_OPERATION_DURATION: "The duration of an MCP request from the server (sampling, "
+                               "elicitation, roots) as observed on the client that handled it, "
+                               "from the time it was received until the response was sent.",
     SESSION_DURATION: "The duration of the MCP session as observed on the MCP client.",
 }
 
@@ -241,10 +245,7 @@ def _attrs(pb: Any, attrs: Mapping[str, AttrValue] | Iterable[tuple[str, AttrVal
 
 
 def _scope(pb: Any) -> Any:
-    return pb.common.InstrumentationScope(
-        name="mcprec", version=__version__,
-        attributes=_attrs(pb, {"mcprec.semconv.mcp": SEMCONV_VERSION}),
-    )
+    return pb.common.InstrumentationScope(name="mcprec", version=__version__)
 
 
 _KINDS = {"client": "SPAN_KIND_CLIENT", "server": "SPAN_KIND_SERVER",
@@ -277,9 +278,9 @@ def encode_spans(groups: Sequence[tuple[dict[str, AttrValue], Sequence[SpanData]
     for resource, spans in groups:
         if not spans:
             continue
-        rs = request.resource_spans.add()
+        rs = request.resource_spans.add(schema_url=SCHEMA_URL)
         rs.resource.attributes.extend(_attrs(pb, resource))
-        ss = rs.scope_spans.add(scope=_scope(pb))
+        ss = rs.scope_spans.add(scope=_scope(pb), schema_url=SCHEMA_URL)
         for s in spans:
             _add_span(pb, ss.spans, s)
     return bytes(request.SerializeToString())
@@ -319,7 +320,9 @@ def encode_histograms(sessions: Sequence[SessionMetrics]) -> bytes:
         if metrics:
             resource_metrics.append(m.ResourceMetrics(
                 resource=pb.resource.Resource(attributes=_attrs(pb, sm.resource)),
-                scope_metrics=[m.ScopeMetrics(scope=_scope(pb), metrics=list(metrics.values()))],
+                scope_metrics=[m.ScopeMetrics(scope=_scope(pb), metrics=list(metrics.values()),
+                                              schema_url=SCHEMA_URL)],
+                schema_url=SCHEMA_URL,
             ))
     request = pb.metrics_service.ExportMetricsServiceRequest(resource_metrics=resource_metrics)
     return bytes(request.SerializeToString())

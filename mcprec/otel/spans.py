@@ -1,14 +1,17 @@
-"""A recorded session as OpenTelemetry spans and duration histograms, from the client's view.
+"""A recorded session as OpenTelemetry spans and duration histograms, from the client's view:
+the resource is the client (its ``clientInfo``), the server is the peer.
 
 What each message makes (the conventions are ``SEMCONV``, version ``SEMCONV_VERSION``):
 
     client request        a CLIENT span from the request to its answer, named
                           ``{mcp.method.name} {tool or prompt name}``
     client notification   a CLIENT span of no duration (stdio and SSE carry no acknowledgement)
-    server request        a SERVER span while the client handles it (sampling, elicitation, roots)
+    server request        a SERVER span while the client handles it (sampling, elicitation, roots),
+                          timed in ``mcp.server.operation.duration`` (the receiver's histogram)
     server notification   a SERVER span of no duration (progress, log messages, list changes)
     response, error       ends its request's span; a JSON-RPC error or a tool result with
                           ``isError`` sets ``error.type`` and the span's status to error
+    cancel                ``notifications/cancelled`` ends the request's span and links to it
 
 A session is one trace, under a root span ``mcprec session`` that lasts the whole session. A
 server message sent while a request was being handled is a child of that request's span. A
@@ -39,9 +42,16 @@ SEMCONV = "OpenTelemetry semantic conventions for MCP (GenAI semantic convention
 SEMCONV_VERSION = "0.1.0"
 """open-telemetry/semantic-conventions-genai v0.1.0 (on semantic-conventions v1.45.0), status
 Development."""
+SCHEMA_URL = "https://opentelemetry.io/schemas/1.45.0"
+"""The schema of the semantic conventions the spans and metrics follow (OTLP's ``schema_url``)."""
+HTTP_VERSION = "1.1"
+"""``network.protocol.version`` of a recording over HTTP: mcprec's proxy speaks HTTP/1.1 to the
+client (and the client's requests are the spans)."""
 
 CLIENT, SERVER, INTERNAL = "client", "server", "internal"
 OPERATION_DURATION = "mcp.client.operation.duration"
+SERVER_OPERATION_DURATION = "mcp.server.operation.duration"
+"""The receiver's histogram: here, the client handling a server's request (sampling, ...)."""
 SESSION_DURATION = "mcp.client.session.duration"
 ROOT_NAME = "mcprec session"
 DURATION_BOUNDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -135,7 +145,8 @@ def transport_attributes(session: Session) -> dict[str, AttrValue]:
     (the target behind mcprec's proxy, as the conventions ask)."""
     if session.transport not in ("http", "sse"):
         return {"network.transport": "pipe"}
-    attrs: dict[str, AttrValue] = {"network.transport": "tcp", "network.protocol.name": "http"}
+    attrs: dict[str, AttrValue] = {"network.transport": "tcp", "network.protocol.name": "http",
+                                   "network.protocol.version": HTTP_VERSION}
     if isinstance(session.target, str):
         try:
             url = urlsplit(session.target)
@@ -181,19 +192,23 @@ class SessionTracer:
         self._transport = transport_attributes(session)
         self._open: dict[int, _Open] = {}
         self._open_by_id: dict[tuple[str, str], int] = {}
+        self._request_span: dict[tuple[str, str], tuple[bytes, bytes]] = {}
+        """Each request's span, by (direction, id): what a cancel links to."""
 
     def _span_id(self, seq: int) -> bytes:
         return _nonzero(_digest(self.trace_id, str(seq).encode())[:8])
 
     def resource(self) -> dict[str, AttrValue]:
-        """The server, as an OpenTelemetry resource, and mcprec as the telemetry's distro."""
+        """The side whose spans these are, the client (its ``clientInfo``), as an OpenTelemetry
+        resource, and mcprec as the telemetry's distro. The server is the spans' peer: its
+        address on client spans over HTTP, its ``serverInfo`` on the root span."""
         attrs: dict[str, AttrValue] = {
-            "service.name": str(self.server_info.get("name") or "unknown_service"),
+            "service.name": str(self.client_info.get("name") or "unknown_service:mcp-client"),
             "telemetry.distro.name": "mcprec",
             "telemetry.distro.version": __version__,
         }
-        if self.server_info.get("version"):
-            attrs["service.version"] = str(self.server_info["version"])
+        if self.client_info.get("version"):
+            attrs["service.version"] = str(self.client_info["version"])
         return attrs
 
     def _common(self) -> dict[str, AttrValue]:
@@ -224,11 +239,18 @@ class SessionTracer:
             if m.method == "initialize" and isinstance(params, dict) and not self.client_info \
                     and isinstance(params.get("clientInfo"), dict):
                 self.client_info = dict(params["clientInfo"])
-            self._open[m.seq] = _Open(self._start(m, obj, params), m.direction, m.method)
+            span = self._start(m, obj, params)
+            self._open[m.seq] = _Open(span, m.direction, m.method)
             self._open_by_id[(m.direction, m.rpc_id)] = m.seq
+            self._request_span[(m.direction, m.rpc_id)] = (span.trace_id, span.span_id)
             return []
         if m.kind == wire.NOTIFICATION and m.method is not None:
             span = self._start(m, obj, params)
+            if m.method == "notifications/cancelled" and isinstance(params, dict) \
+                    and params.get("requestId") is not None:
+                cancelled = self._request_span.get((m.direction, wire.id_text(params["requestId"])))
+                if cancelled is not None:
+                    span.links.append(cancelled)  # the cancel, to the request it cancels
             done = [self._close(span, m.t_ns)]
             if m.method == "notifications/cancelled" and isinstance(params, dict):
                 done += self._cancelled(m, params.get("requestId"))
@@ -261,9 +283,10 @@ class SessionTracer:
                  "mcprec.session.status": status or self.session.status}
         if self.cassette:
             attrs["mcprec.cassette"] = self.cassette
-        for key in ("name", "version"):
-            if self.client_info.get(key):
-                attrs[f"mcprec.client.{key}"] = str(self.client_info[key])
+        for side, info in (("client", self.client_info), ("server", self.server_info)):
+            for key in ("name", "version"):
+                if info.get(key):
+                    attrs[f"mcprec.{side}.{key}"] = str(info[key])
         root = SpanData(self.trace_id, self.root_id, b"", ROOT_NAME, INTERNAL, self.epoch_ns,
                         self.epoch_ns + end, attrs)
         done.append(root)
@@ -318,9 +341,9 @@ class SessionTracer:
 
     def _finish_op(self, op: _Open, t_ns: int) -> SpanData:
         span = self._close(op.span, t_ns)
-        if op.direction == wire.CLIENT_TO_SERVER:
-            self._measure(OPERATION_DURATION, span.attributes,
-                          span.end_ns - span.start_ns)
+        metric = OPERATION_DURATION if op.direction == wire.CLIENT_TO_SERVER \
+            else SERVER_OPERATION_DURATION
+        self._measure(metric, span.attributes, span.end_ns - span.start_ns)
         return span
 
     def _outcome(self, op: _Open, answer: dict[str, Any]) -> None:

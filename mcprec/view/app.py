@@ -34,7 +34,7 @@ _SECURITY = [
     (b"cross-origin-resource-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 ]
-_SESSION = re.compile(r"/api/sessions/(\d+)(?:/(timeline|locate)|/messages/(\d+)(?:/(during|raw))?)?")
+_SESSION = re.compile(r"/api/sessions/(\d+)(?:/(timeline|locate|filter)|/messages/(\d+)(?:/(during|raw))?)?")
 
 
 def dumps(data: Any) -> bytes:
@@ -64,15 +64,17 @@ class ViewApp:
         if refused is not None:
             await _json(send, refused[0], {"error": refused[1]})
             return
-        if scope["method"] != "GET":
-            await _json(send, 405, {"error": "mcprec view is read-only: GET only"},
-                        [(b"allow", b"GET")])
+        if scope["method"] not in ("GET", "HEAD"):
+            await _json(send, 405, {"error": "mcprec view is read-only: GET and HEAD only"},
+                        [(b"allow", b"GET, HEAD")])
             return
+        if scope["method"] == "HEAD":
+            send = _headless(send)
         try:
             await self._route(scope, send)
         except SessionNotFoundError as e:
             await _json(send, 404, {"error": str(e)})
-        except (UsageError, ValueError) as e:
+        except (UsageError, ValueError, OverflowError) as e:
             await _json(send, 400, {"error": str(e)})
         except McprecError as e:
             await _json(send, 500, {"error": str(e)})
@@ -106,24 +108,26 @@ class ViewApp:
             await _json(send, 404, {"error": f"no such page: {path}"})
 
     async def _session(self, m: re.Match[str], args: dict[str, str], send: Send) -> None:
-        sid = int(m.group(1))
-        what, seq, sub = m.group(2), m.group(3), m.group(4)
+        sid = _number(m.group(1), "session")
+        what, sub = m.group(2), m.group(4)
+        seq = None if m.group(3) is None else _number(m.group(3), "message")
         if what == "timeline":
             await _json(send, 200, self.data.timeline(
                 sid, _int(args, "start", 0), _int(args, "count", 100), cap=PAGE_MAX))
+        elif what == "filter":
+            await _json(send, 200, self.data.filter(sid, args.get("q", "")[:2000]))
         elif what == "locate":
             await _json(send, 200, self.data.locate(sid, _int(args, "seq", 0)))
         elif seq is None:
             await _json(send, 200, self.data.session(sid))
         elif sub == "during":
-            await _json(send, 200, self.data.during(sid, int(seq)))
+            await _json(send, 200, self.data.during(sid, seq))
         elif sub == "raw":
-            name = f"{self.data.session_of(sid).name}-{seq}.json".replace('"', "")
-            await _reply(send, 200, self.data.raw(sid, int(seq)), b"application/octet-stream",
-                         [(b"content-disposition", f'attachment; filename="{name}"'.encode(
-                             "latin-1", "replace"))])
+            await _reply(send, 200, self.data.raw(sid, seq), b"application/octet-stream",
+                         [(b"content-disposition", _attachment(
+                             f"{self.data.session_of(sid).name}-{seq}.json"))])
         else:
-            await _json(send, 200, self.data.message(sid, int(seq)))
+            await _json(send, 200, self.data.message(sid, seq))
 
     async def _diff(self, args: dict[str, str], send: Send) -> None:
         a, b = _int(args, "a", -1), _int(args, "b", -1)
@@ -143,14 +147,46 @@ def _cross_site(scope: dict[str, Any]) -> bool:
     return False
 
 
+_MAX = 2**63 - 1  # SQLite's integers: anything past them names nothing
+
+
+def _number(text: str, what: str) -> int:
+    n = int(text)
+    if n > _MAX:
+        raise SessionNotFoundError(f"no {what} {text[:40]}{'…' if len(text) > 40 else ''}")
+    return n
+
+
 def _int(args: dict[str, str], name: str, default: int) -> int:
     value = args.get(name)
     if value is None or value == "":
         return default
     try:
-        return int(value)
+        n = int(value)
     except ValueError:
-        raise UsageError(f"{name} must be a whole number, got {value!r}") from None
+        raise UsageError(f"{name} must be a whole number, got {value[:40]!r}") from None
+    if not -_MAX <= n <= _MAX:
+        raise UsageError(f"{name} is out of range, got {value[:40]!r}")
+    return n
+
+
+def _attachment(name: str) -> bytes:
+    """A Content-Disposition for a download named ``name``: a plain ASCII name without quotes,
+    backslashes or control characters (a session name may hold CR/LF), and the exact name in
+    RFC 5987's filename* form."""
+    from urllib.parse import quote
+
+    plain = "".join(c if " " <= c <= "~" and c not in '"\\' else "_" for c in name)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}".encode()
+
+
+def _headless(send: Send) -> Send:
+    """``send`` for a HEAD request: the headers of the GET answer, no body."""
+    async def head(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            message = {"type": "http.response.body", "body": b""}
+        await send(message)
+    return head
 
 
 async def _reply(send: Send, status: int, body: bytes, content_type: bytes,

@@ -9,6 +9,7 @@ HTML file leaves it out (``withhold``).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -95,6 +96,95 @@ def failure(kind: str, obj: Any) -> str | None:
     return answer_failure(obj)
 
 
+def status(kind: str, answer_kind: str | None, answer: Any, *, cancelled: bool = False,
+           recording: bool = False) -> tuple[str, int | None]:
+    """A request's status, as the timeline's status column says it: ``ok``, ``error`` (with
+    the JSON-RPC error's code), ``isError`` (a tool result that failed), ``cancelled`` or ``no
+    answer`` (``pending`` while the session is still being recorded); "" for other messages."""
+    if kind == "error":
+        return "error", _code(answer)
+    if kind != "request":
+        return "", None
+    if answer_kind is None:
+        return ("cancelled" if cancelled else "pending" if recording else "no answer"), None
+    if answer_kind == "error":
+        return "error", _code(answer)
+    result = answer.get("result") if isinstance(answer, dict) else None
+    if isinstance(result, dict) and result.get("isError") is True:
+        return "isError", None
+    return "ok", None
+
+
+def _code(obj: Any) -> int | None:
+    error = obj.get("error") if isinstance(obj, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+FILTER_FIELDS = ("method", "tool", "status", "kind", "dir")
+_FILTER_TERM = re.compile(r'(?:(\w+):)?(?:"((?:[^"\\]|\\.)*)"(?=\s|$)|(\S+))')
+
+
+def parse_filter(text: str) -> tuple[dict[str, str], list[str]]:
+    """The timeline filter's fields (``method:``, ``tool:``, ``status:``, ``kind:``, ``dir:``)
+    and its words, lower-cased (the grammar of search, with other fields)."""
+    fields: dict[str, str] = {}
+    words: list[str] = []
+    for m in _FILTER_TERM.finditer(text):
+        name, quoted, bare = m.group(1), m.group(2), m.group(3)
+        value = quoted.replace('\\"', '"') if quoted is not None else bare
+        if name is not None and name.lower() in FILTER_FIELDS:
+            fields[name.lower()] = value.lower()
+        elif value:
+            words.append((m.group(0) if name is not None and quoted is None else value).lower())
+    return fields, words
+
+
+def matches_filter(fields: dict[str, str], words: list[str], entry: dict[str, Any],
+                   texts: list[str]) -> bool:
+    """Whether a timeline entry passes the filter: every field and every word (any case) in its
+    method, label, status or ``texts`` (the message's text, its answer's, a stderr line)."""
+    stderr = entry.get("type") == "stderr"
+    method = "" if stderr else (entry.get("method") or "").lower()
+    st = "" if stderr else (entry.get("status") or "").lower()
+    code = entry.get("code")
+    for name, want in fields.items():
+        if name == "method":
+            if stderr or not (method.startswith(want[:-1]) if want.endswith("*") else want in method):
+                return False
+        elif name == "tool":
+            if stderr or (entry.get("tool") or "").lower() != want:
+                return False
+        elif name == "status":
+            ok = (st == want or (want == "error" and st == "iserror")
+                  or (want in ("noanswer", "no-answer") and st == "no answer")
+                  or (code is not None and want == str(code)))
+            if not ok:
+                return False
+        elif name == "kind":
+            if ("stderr" if stderr else entry.get("kind")) != want:
+                return False
+        elif name == "dir":
+            d = {"client": "c2s", "server": "s2c"}.get(want, want)
+            if stderr or entry.get("dir") != d:
+                return False
+    if not words:
+        return True
+    hay = "\n".join([method, (entry.get("label") or "").lower(), st,
+                      "" if code is None else str(code), *(t.lower() for t in texts)])
+    return all(w in hay for w in words)
+
+
+def _texts(p: q.Page, e: int) -> list[str]:
+    """What the filter's words are looked for in: a stderr line; a message's text and its
+    answer's (when small enough to have been read)."""
+    if e < 0:
+        return [p.stderr[-1 - e][1]]
+    b = p.messages[e]
+    a = p.answers.get(b.seq)
+    return [r.decode("utf-8", "replace") for r in (b.raw, a.raw if a else None) if r is not None]
+
+
 def _guarded(said: str | None, secrets: list[str]) -> str | None:
     """``error -32000: "token ghp_..."`` without its words when they look like a secret."""
     return said.split(":")[0] if said and secrets else said
@@ -116,6 +206,8 @@ class ViewData:
         self._building: dict[int, Future[None]] = {}
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mcprec-view") if reopen else None
         self._diffs: dict[tuple[int, int, tuple[str, ...]], dict[str, Any]] = {}
+        self._cancels: dict[int, tuple[tuple[int, int, int], dict[int, int], dict[int, int]]] = {}
+        self._filters: dict[tuple[int, str], tuple[tuple[int, int, int], list[int]]] = {}
         self._lock = threading.Lock()
 
     # --- secrets --------------------------------------------------------------------------
@@ -226,13 +318,54 @@ class ViewData:
         o = self._outline(s, head=start + count)
         chosen = o.entries[start:start + count]
         p = q.page(self.cassette, s, chosen, small=SMALL)
-        entries = [self._entry(p, e) for e in chosen]
+        links = self.links(s)
+        entries = [self._entry(p, e, links, s) for e in chosen]
         # total None: the outline is still being built; `known` entries are there so far
         return {"session": sid, "total": len(o.entries) if o.complete else None,
                 "known": len(o.entries), "start": start, "duration_ns": o.duration_ns,
                 "entries": entries}
 
-    def _entry(self, p: q.Page, e: int) -> dict[str, Any]:
+    def links(self, s: Session) -> tuple[dict[int, int], dict[int, int]]:
+        """Cancels and what they cancel: {request seq: cancel seq}, {cancel seq: request seq}."""
+        stamp = q.outline_stamp(self.cassette, s)
+        with self._lock:
+            known = self._cancels.get(s.id)
+        if known is not None and known[0] == stamp:
+            return known[1], known[2]
+        pairs = q.cancellations(self.cassette, s)
+        cancel_of = {req: cancel for cancel, req in pairs}
+        cancels = {cancel: req for cancel, req in pairs}
+        with self._lock:
+            self._cancels[s.id] = (stamp, cancel_of, cancels)
+        return cancel_of, cancels
+
+    def filter(self, sid: int, text: str) -> dict[str, Any]:
+        """The timeline entries (their indices in the whole timeline) that pass the filter
+        ``text`` (``method:``, ``tool:``, ``status:``, ``kind:``, ``dir:``, words)."""
+        s = self.session_of(sid)
+        fields, words = parse_filter(text)
+        o = self._outline(s)
+        key = (sid, text)
+        with self._lock:
+            known = self._filters.get(key)
+        if known is not None and known[0] == o.stamp:
+            indices = known[1]
+        else:
+            indices = []
+            links = self.links(s)
+            for start in range(0, len(o.entries), PAGE_MAX):
+                chosen = o.entries[start:start + PAGE_MAX]
+                p = q.page(self.cassette, s, chosen, small=SMALL)
+                for i, e in enumerate(chosen):
+                    entry = self._entry(p, e, links, s)
+                    if matches_filter(fields, words, entry, _texts(p, e) if words else []):
+                        indices.append(start + i)
+            with self._lock:
+                self._filters[key] = (o.stamp, indices)
+        return {"session": sid, "filter": text, "indices": indices, "total": len(o.entries)}
+
+    def _entry(self, p: q.Page, e: int, links: tuple[dict[int, int], dict[int, int]] | None
+               = None, s: Session | None = None) -> dict[str, Any]:
         if e < 0:
             t_ns, line = p.stderr[-1 - e]
             found = self.secrets(line.encode())
@@ -242,9 +375,12 @@ class ViewData:
                 out["line"], out["withheld"] = None, True
             return out
         b = p.messages[e]
-        return self._brief(b, p.answers.get(b.seq), p.children.get(b.seq, 0))
+        return self._brief(b, p.answers.get(b.seq), p.children.get(b.seq, 0), links,
+                           recording=s is not None and s.status == "recording")
 
-    def _brief(self, b: q.Brief, answer: q.Brief | None, children: int) -> dict[str, Any]:
+    def _brief(self, b: q.Brief, answer: q.Brief | None, children: int,
+               links: tuple[dict[int, int], dict[int, int]] | None = None, *,
+               recording: bool = False) -> dict[str, Any]:
         """A row: what it says of the message comes from its text, so a text that looks like
         a secret gives no label and a failure without its words."""
         obj = _json(b.raw)
@@ -265,6 +401,22 @@ class ViewData:
                 out["truncated"] = b.http.get("size")
             if "status" in b.http:
                 out["http_status"] = b.http["status"]
+        cancel_of, cancels = links if links is not None else ({}, {})
+        said, code = status(b.kind, answer.kind if answer is not None else None,
+                            _json(answer.raw) if answer is not None else obj,
+                            cancelled=b.seq in cancel_of, recording=recording)
+        out["status"] = said
+        if code is not None:
+            out["code"] = code
+        if b.seq in cancel_of:
+            out["cancel"] = cancel_of[b.seq]
+        if b.seq in cancels:
+            out["cancels"] = cancels[b.seq]
+        if b.method in ("tools/call", "prompts/get") and b.kind == "request" and not found:
+            params = obj.get("params") if isinstance(obj, dict) else None
+            name = params.get("name") if isinstance(params, dict) else None
+            if isinstance(name, str):
+                out["tool"] = name
         if answer is not None:
             hidden = self.secrets(answer.raw) if answer.raw is not None else []
             out["answer"] = {"seq": answer.seq, "t": answer.t_ns, "kind": answer.kind,
@@ -279,8 +431,10 @@ class ViewData:
         """What the server sent while handling request ``seq``, answers to its requests inside."""
         s = self.session_of(sid)
         found, answers, total = q.during(self.cassette, s, seq, small=SMALL, limit=DURING_MAX)
+        links = self.links(s)
         return {"session": sid, "request": seq, "total": total,
-                "entries": [self._brief(b, answers.get(b.seq), 0) for b in found]}
+                "entries": [self._brief(b, answers.get(b.seq), 0, links,
+                                        recording=s.status == "recording") for b in found]}
 
     def locate(self, sid: int, seq: int) -> dict[str, Any]:
         """Where message ``seq`` is in the timeline: its own entry, or the entry of the request
@@ -313,7 +467,7 @@ class ViewData:
         b = full.brief
         text, utf8 = _text(full.text)
         complete = len(full.text) >= b.size
-        out = self._brief(b, None, 0)
+        out = self._brief(b, None, 0, self.links(s))
         obj = _json(full.text) if complete else None
         scanned = full.text if b.size <= SCAN_MAX or not complete else full.text[:SCAN_MAX]
         found = self.secrets(scanned)
@@ -326,6 +480,14 @@ class ViewData:
             out["failure"] = _guarded(failure(b.kind, obj), found)
         if b.kind == "request":
             out["answer_seq"] = q.answer_seq(self.cassette, s, seq)
+            if out["answer_seq"] is not None:  # the status of the answer, not of no answer
+                answer = q.message(self.cassette, s, out["answer_seq"], limit=SMALL)
+                if answer is not None:
+                    said, code = status("request", answer.brief.kind, _json(answer.text))
+                    out["status"] = said
+                    out.pop("code", None)
+                    if code is not None:
+                        out["code"] = code
         if found and self.withhold:
             out.update(text=None, http=None, withheld=True)
         return out
@@ -366,9 +528,27 @@ class ViewData:
                 "snippet": None if kinds else h.snippet, "snippet_start": h.snippet_start,
                 "secrets": kinds,
             })
+        if not cursor and query.text and set(query.fields) <= {"session"}:
+            hits += self._stderr_hits(query, names)
         nxt = f"{found.next[0]}:{found.next[1]}" if found.next else None
         return {"query": text, "terms": query.text, "fields": query.fields, "hits": hits,
                 "next": nxt, "scanned": found.scanned}
+
+    def _stderr_hits(self, query: q.Query, names: dict[int, str]) -> list[dict[str, Any]]:
+        """stderr lines that hold the words (with the first page of a search by words)."""
+        sids = sorted(sid for sid, name in names.items()
+                      if "session" not in query.fields or name == query.fields["session"])
+        out = []
+        for sid, line_id, t_ns, line in q.search_stderr(self.cassette, query.text, sids):
+            kinds = self.secrets(line.encode())
+            at = line.lower().find(query.text[0].lower())
+            start = max(0, at - 60)
+            out.append({"type": "stderr", "session": sid, "session_name": names.get(sid),
+                        "stderr_id": line_id, "seq": None, "t": t_ns, "dir": None,
+                        "kind": "stderr", "method": None, "id": None, "size": len(line),
+                        "snippet": None if kinds else line[start:start + 160],
+                        "snippet_start": start, "secrets": kinds})
+        return out
 
     # --- diff -----------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@
     if (path === "/api/diff") {
       return d.diffs[`${p.a}:${p.b}`] || missing("This diff");
     }
-    const m = /^\/api\/sessions\/(\d+)(?:\/(timeline|locate)|\/messages\/(\d+)(?:\/(during))?)?$/.exec(path);
+    const m = /^\/api\/sessions\/(\d+)(?:\/(timeline|locate|filter)|\/messages\/(\d+)(?:\/(during))?)?$/.exec(path);
     if (!m) missing(path);
     const sid = m[1];
     const info = d.session[sid] || missing(`Session #${sid}`);
@@ -42,6 +42,21 @@
       const start = Number(p.start || 0);
       return { session: Number(sid), total: all.length, start, duration_ns: info.duration_ns,
         entries: all.slice(start, start + Number(p.count || 100)) };
+    }
+    if (m[2] === "filter") {
+      const all = d.timeline[sid] || missing(`The timeline of session ${info.name}`);
+      const f = parseFilter(p.q || "");
+      const msgs = d.messages[sid] || {};
+      const indices = [];
+      all.forEach((e, i) => {
+        const texts = [];
+        if (f.words.length) {
+          if (e.type === "stderr") texts.push(e.line || "");
+          else for (const one of [msgs[e.seq], e.answer && msgs[e.answer.seq]]) if (one && one.text) texts.push(one.text);
+        }
+        if (matchesFilter(f, e, texts)) indices.push(i);
+      });
+      return { session: Number(sid), filter: p.q || "", indices, total: all.length };
     }
     if (m[2] === "locate") {
       const at = (d.locate[sid] || {})[p.seq];
@@ -52,6 +67,48 @@
       return (d.during[sid] || {})[m[3]] || { session: Number(sid), request: Number(m[3]), total: 0, entries: [] };
     }
     return (d.messages[sid] || {})[m[3]] || missing(`Message ${m[3]} of session ${info.name}`);
+  }
+
+  /** The timeline filter of mcprec.view.data (parse_filter, matches_filter). */
+  const FILTER_FIELDS = ["method", "tool", "status", "kind", "dir"];
+  function parseFilter(text) {
+    const fields = {}, words = [];
+    const TERM = /(?:(\w+):)?(?:"((?:[^"\\]|\\.)*)"(?=\s|$)|(\S+))/g;
+    let m;
+    while ((m = TERM.exec(text)) !== null) {
+      const name = m[1], quoted = m[2], bare = m[3];
+      const value = quoted !== undefined ? quoted.replace(/\\"/g, '"') : bare;
+      if (name !== undefined && FILTER_FIELDS.includes(name.toLowerCase())) fields[name.toLowerCase()] = value.toLowerCase();
+      else if (value) words.push((name !== undefined && quoted === undefined ? m[0] : value).toLowerCase());
+    }
+    return { fields, words };
+  }
+
+  function matchesFilter(f, e, texts) {
+    const stderr = e.type === "stderr";
+    const method = stderr ? "" : (e.method || "").toLowerCase();
+    const st = stderr ? "" : (e.status || "").toLowerCase();
+    const code = e.code;
+    for (const [name, want] of Object.entries(f.fields)) {
+      if (name === "method") {
+        if (stderr || !(want.endsWith("*") ? method.startsWith(want.slice(0, -1)) : method.includes(want))) return false;
+      } else if (name === "tool") {
+        if (stderr || (e.tool || "").toLowerCase() !== want) return false;
+      } else if (name === "status") {
+        const ok = st === want || (want === "error" && st === "iserror") ||
+          ((want === "noanswer" || want === "no-answer") && st === "no answer") || (code !== undefined && code !== null && want === String(code));
+        if (!ok) return false;
+      } else if (name === "kind") {
+        if ((stderr ? "stderr" : e.kind) !== want) return false;
+      } else if (name === "dir") {
+        const dir = { client: "c2s", server: "s2c" }[want] || want;
+        if (stderr || e.dir !== dir) return false;
+      }
+    }
+    if (!f.words.length) return true;
+    const hay = [method, (e.label || "").toLowerCase(), st, code === undefined || code === null ? "" : String(code),
+      ...texts.map((t) => t.toLowerCase())].join("\n");
+    return f.words.every((w) => hay.includes(w));
   }
 
   function fileSearch(d, text) {
@@ -75,6 +132,17 @@
           snippet: m.secrets && m.secrets.length ? null : text2.slice(from, from + 160),
           snippet_start: from, secrets: m.secrets || [] });
         if (hits.length >= 500) return { query: text, terms: q.text, fields: q.fields, hits, next: null, scanned, capped: true };
+      }
+      if (terms.length && Object.keys(q.fields).every((k) => k === "session")) {
+        for (const e of d.timeline[String(s.id)] || []) {
+          if (e.type !== "stderr" || e.line === null || e.line === undefined) continue;
+          const low = e.line.toLowerCase();
+          if (!terms.every((t) => low.includes(t))) continue;
+          const from = Math.max(0, low.indexOf(terms[0]) - 60);
+          hits.push({ type: "stderr", session: s.id, session_name: s.name, stderr_id: e.id, seq: null, t: e.t, dir: null,
+            kind: "stderr", method: null, id: null, size: e.line.length, snippet: e.secrets && e.secrets.length ? null : e.line.slice(from, from + 160),
+            snippet_start: from, secrets: e.secrets || [] });
+        }
       }
     }
     return { query: text, terms: q.text, fields: q.fields, hits, next: null, scanned };

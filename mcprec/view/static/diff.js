@@ -56,7 +56,8 @@
     }
     if (d.exchanges.length) parts.push(`(${d.exchanges.length} exchange${d.exchanges.length === 1 ? "" : "s"} differ)`);
     if (d.latency_regressions) parts.push(`${d.latency_regressions} latency regression${d.latency_regressions === 1 ? "" : "s"}`);
-    const verdict = equal ? `EQUAL${d.ignore.length ? ` after ignoring ${d.ignore.length} path(s)` : ""}` : `DIFFERENT: ${parts.join(", ")}`;
+    // the verdict as the text report says it (the JSON's `verdict`), else made here
+    const verdict = d.verdict ? d.verdict : equal ? `EQUAL${d.ignore.length ? ` after ignoring ${d.ignore.length} path(s)` : ""}` : `DIFFERENT: ${parts.join(", ")}`;
     return h("div.diff",
       d.verify ? verifyHead(d.verify) : null,
       h(`div.verdict.${equal ? "equal" : d.severity === "breaking" ? "breaking" : "different"}`, { role: "status", dataset: { severity: d.severity || "" } }, verdict),

@@ -24,12 +24,16 @@
     if (m.context_seq !== null && m.context_seq !== undefined && m.context_seq !== m.reply_to) links.push(link(`sent while handling #${m.context_seq}`, m.context_seq));
     if (m.follows !== null && m.follows !== undefined && m.follows >= 0) links.push(link(`sent after client message #${m.follows}`, m.follows));
     if (m.waits_for !== null && m.waits_for !== undefined) links.push(link(`waited for #${m.waits_for}`, m.waits_for));
+    if (m.cancel !== undefined) links.push(link(`cancelled by #${m.cancel}`, m.cancel));
+    if (m.cancels !== undefined) links.push(link(`cancels request #${m.cancels}`, m.cancels));
     const title = [m.method || m.kind, m.label].filter(Boolean).join(" ");
     const box = h("div.message",
       h("h2", title),
       h("p.meta",
         `#${m.seq} · `, h("span", { title: DIR_TITLE[m.dir] }, `${ARROWS[m.dir]} ${m.dir}`), ` · ${m.kind}`,
-        m.id !== null && m.id !== undefined ? ` · id ${m.id}` : "", ` · ${fmtSize(m.size)} · at ${fmtTime(m.t)}`),
+        m.id !== null && m.id !== undefined ? ` · id ${m.id}` : "", ` · ${fmtSize(m.size)} · at ${fmtTime(m.t)}`,
+        m.kind === "request" && m.status ? [" · ", h(`span.st.st-${{ ok: "ok", error: "error", isError: "error", cancelled: "cancelled" }[m.status] || "pending"}`,
+          m.status === "error" && m.code !== undefined ? `error ${m.code}` : m.status)] : null),
       links.length ? h("p.links", links.map((l, i) => [i ? " · " : "", l])) : null,
       section(m, m.kind === "request" ? `Request #${m.seq}` : `Message #${m.seq}`, sid));
     pane.replaceChildren(box);

@@ -54,6 +54,10 @@
     } else {
       markTerms(snippet, (hit.snippet_start > 0 ? "…" : "") + hit.snippet, terms);
     }
+    if (hit.type === "stderr") {
+      return h("li.hit.stderr-hit", h("a", { href: `#/s/${hit.session}?f=${encodeURIComponent(terms.map((t) => /\s/.test(t) ? `"${t}"` : t).join(" "))}` },
+        h("span.hit-where", `${name} stderr`), " ", h("span.dim", `! stderr line · ${fmtTime(hit.t)}`)), snippet);
+    }
     return h("li.hit", h("a", { href: `#/s/${hit.session}/m/${hit.seq}` },
       h("span.hit-where", `${name} #${hit.seq}`), " ",
       h("span.dim", `${ARROWS[hit.dir] || ""} ${hit.kind} ${hit.method || ""} · ${fmtTime(hit.t)}`)), snippet);

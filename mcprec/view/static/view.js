@@ -31,7 +31,7 @@
     if (parts[0] !== "search") document.getElementById("search-input").value = "";
     try {
       if (parts[0] === "s" && parts[1]) {
-        current = await timelineView(alive, Number(parts[1]), parts[2] === "m" ? Number(parts[3]) : null);
+        current = await timelineView(alive, Number(parts[1]), parts[2] === "m" ? Number(parts[3]) : null, params.get("f") || "");
       } else if (parts[0] === "search") {
         current = await searchView(alive, params.get("q") || "");
       } else if (parts[0] === "diff") {
