@@ -110,6 +110,23 @@ def test_replayed_answers_are_the_original_files(imported: Path, tool: str) -> N
     assert run.results["initialize"]["serverInfo"]["name"] == "weather"
 
 
+@pytest.mark.parametrize("tool", ["agent-vcr", "inspector"])
+def test_replayed_over_streamable_http(imported: Path, tool: str) -> None:
+    """`mcprec replay --http` serves an imported session to the SDK's Streamable HTTP client
+    with the same answers."""
+    from http_helpers import run_http_session, run_sync, start_replay
+
+    replay = start_replay(imported, tool)
+    try:
+        run = run_sync(lambda: run_http_session(replay.url, weather))  # type: ignore[arg-type]
+    finally:
+        replay.stop()
+    expected = original_answers(tool)
+    assert {k: v for k, v in run.results.items() if k in expected} == {
+        k: expected[k] for k in run.results if k in expected}
+    assert len([k for k in run.results if k in expected]) == 5
+
+
 def test_progress_and_logs_come_back_where_the_format_keeps_them(imported: Path) -> None:
     """mcp-cassette keeps every message: the report's progress and log messages replay; the
     Inspector keeps progress apart, and it is put back under the request whose token it names."""
@@ -135,8 +152,7 @@ def test_diff_verify_lint_and_show_work_on_imported_sessions(imported: Path,
     assert out.returncode == 0, out.stdout.decode()
     copy = tmp_path / "copy.db"
     copy.write_bytes(imported.read_bytes())
-    out = run_mcprec("verify", str(copy), "-s", "mcp-recorder", "--surface-only", "--",
-                     *WEATHER)
+    out = run_mcprec("verify", str(copy), "-s", "mcp-recorder", "--", *WEATHER)
     assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
     out = run_mcprec("lint", str(imported), "--all", "--format", "json")
     assert out.returncode in (0, 1), out.stderr.decode()
