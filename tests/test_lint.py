@@ -637,7 +637,7 @@ def test_stateless_session_is_checked_per_request(tmp_path: Path) -> None:
     write_session(path, msgs)
     from mcprec.cassette import open_cassette
 
-    with open_cassette(path) as c:
+    with open_cassette(path, read_only=False) as c:
         c.update_session(c.session("s"), protocol_version="2026-07-28")
     findings = lint_one(path)
     assert {(f.code, f.seq) for f in findings} == {("SCH001", 2)}

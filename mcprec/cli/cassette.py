@@ -10,11 +10,13 @@ from typing import Any
 import click
 
 from ..errors import McprecError, UsageError
+from ..foreign import FORMATS as FOREIGN_FORMATS
 from ..terminal import safe, safe_lines
 from ._common import (
     _redactor,
     open_file,
     redaction_options,
+    trouble,
     session_choice,
 )
 
@@ -300,11 +302,42 @@ def _export_otlp(c: Any, sessions: list[Any], url: str, headers: tuple[str, ...]
 
 
 @click.command("import")
-@click.argument("dump", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("dump", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE")
 @click.argument("cassette", type=click.Path(dir_okay=False))
+@click.option("--from", "tool", type=click.Choice(["mcprec", *FOREIGN_FORMATS]),
+              default="mcprec", show_default=True,
+              help="What wrote FILE: an `mcprec export` dump, or a recording of another MCP "
+                   "tool (the MCP Inspector's history, mcp-cassette, mcp-recorder, mcp-vcr, "
+                   "agent-vcr), which becomes one session (docs/import.md).")
+@click.option("-s", "--session", "name", metavar="NAME",
+              help="With --from TOOL: the session's name (default: FILE's name without its "
+                   "extensions).")
 @click.option("--replace", is_flag=True, help="Replace sessions that already exist.")
-def import_(dump: str, cassette: str, replace: bool) -> None:
-    """Read a JSON Lines DUMP (from `mcprec export`) into CASSETTE."""
+def import_(dump: str, cassette: str, replace: bool, tool: str = "mcprec",
+            name: str | None = None) -> None:
+    """Read FILE into CASSETTE: a JSON Lines dump (from `mcprec export`), or with --from a
+    recording made by another MCP tool.
+
+    \b
+      mcprec import v1.jsonl cassettes/copy.db
+      mcprec import --from mcp-recorder recording.json cassettes/imported.db
+      mcprec import --from agent-vcr session.vcr cassettes/imported.db -s login
+
+    Another tool's recording keeps what its format keeps: stderr says in one line what it
+    lost. The session then replays, diffs, verifies, lints and shows like a recorded one.
+    """
+    if tool != "mcprec":
+        from ..foreign import import_file
+
+        if dump == "-":
+            raise trouble("--from TOOL reads a file, not stdin")
+        session, rec = import_file(tool, dump, cassette, name=name, replace=replace)
+        click.echo(safe(f"imported 1 session into {cassette}: {session}"), err=True)
+        click.echo(safe(f"mcprec: from {tool}: {len(rec.messages)} message(s); its format "
+                        f"does not keep {rec.lost}"), err=True)
+        return
+    if name is not None:
+        raise trouble("-s NAME goes with --from TOOL; an export names its own sessions")
     from ..show.dump import import_dump
 
     if dump == "-":

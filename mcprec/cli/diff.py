@@ -218,9 +218,21 @@ def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], 
         try:
             run = verify_one(Path(cassette), session, server, **options)  # type: ignore[arg-type]
         except McprecError as e:
+            if fmt == "junit":  # the CI's report says it too: an error, not a missing file
+                from ..verify.all import Run, junit
+
+                click.echo(junit([Run(Path(cassette), session or "(latest)", error=str(e))]),
+                           nl=False)
             raise trouble(str(e)) from e
         _after(run, update)
-        emit(run.result, fmt, color, html, latency=gate.fail_on_latency)
+        if fmt == "junit":
+            from ..verify.all import junit
+
+            if html is not None:
+                emit(run.result, "text", color, html)  # the page only; stdout gets the XML
+            click.echo(junit([run]), nl=False)
+        else:
+            emit(run.result, fmt, color, html, latency=gate.fail_on_latency)
         return EXIT_DIFFERENT if run.failed else EXIT_EQUAL
     if session is not None:
         raise trouble("give -s SESSION or --all, not both")
@@ -228,7 +240,7 @@ def verify_main(cassette: str, extra: tuple[str, ...], server: tuple[str, ...], 
         raise trouble("give the server to verify after `--`, or --target URL")
     if fmt == "html" or html is not None:
         raise trouble("--all makes one summary of many sessions: use --format "
-                               "text, markdown, github or json (not html)")
+                               "text, markdown, github, json or junit (not html)")
     try:
         planned = plan([cassette, *extra])
     except McprecError as e:
@@ -259,6 +271,11 @@ def emit_all(runs: list[Any], fmt: str, color: bool | None, *, latency: bool = F
 
     if fmt == "json":
         click.echo(json_summary(runs))
+        return
+    if fmt == "junit":
+        from ..verify.all import junit
+
+        click.echo(junit(runs), nl=False)
         return
     if fmt in ("markdown", "github"):
         md = markdown_summary(runs)
@@ -308,9 +325,11 @@ class _VerifyCommand(_ServerCommand):
               help="Count flagged latencies as a difference.")
 @gate_options
 @click.option("-f", "--format", "fmt",
-              type=click.Choice(["text", "json", "markdown", "html", "github"]), default="text",
-              show_default=True, help="Report format (html: one self-contained page; github: "
-              "workflow annotations and the Markdown, also to $GITHUB_STEP_SUMMARY).")
+              type=click.Choice(["text", "json", "markdown", "html", "github", "junit"]),
+              default="text", show_default=True,
+              help="Report format (html: one self-contained page; github: workflow annotations "
+                   "and the Markdown, also to $GITHUB_STEP_SUMMARY; junit: JUnit XML, a test "
+                   "case per session).")
 @click.option("--html", "html", type=click.Path(dir_okay=False), metavar="OUT.html",
               help="Also write the report as one self-contained HTML page (a CI artifact).")
 @click.option("--color/--no-color", default=None, help="Colour the text report.")

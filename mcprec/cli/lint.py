@@ -14,7 +14,7 @@ import click
 from ._common import trouble
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_TROUBLE = 0, 1, 2
-FORMATS = ("text", "json", "markdown", "github", "sarif")
+FORMATS = ("text", "json", "markdown", "github", "sarif", "junit")
 LEVELS = ("info", "warning", "error")
 
 
@@ -37,7 +37,8 @@ def _severities(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--all", "all_sessions", is_flag=True, help="Lint every session of each cassette.")
 @click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="text",
               show_default=True, help="Report format: github writes workflow annotations, "
-              "sarif a SARIF 2.1.0 log for code scanning.")
+              "sarif a SARIF 2.1.0 log for code scanning, junit JUnit XML for CI test "
+              "reports (a test case per rule and finding).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
               help="Write the report here instead of stdout.")
 @click.option("--select", multiple=True, metavar="RULES",

@@ -1,4 +1,4 @@
-"""Lint reports: text, JSON, Markdown, GitHub workflow annotations and SARIF 2.1.0."""
+"""Lint reports: text, JSON, Markdown, GitHub workflow annotations, SARIF 2.1.0 and JUnit XML."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from ..terminal import safe, safe_lines
 from .api import LintResult
 from .model import Finding, severity_rank
 
-FORMATS = ("text", "json", "markdown", "github", "sarif")
+FORMATS = ("text", "json", "markdown", "github", "sarif", "junit")
 _DIR = {"client_to_server": "c2s", "server_to_client": "s2c"}
 
 
 def render(result: LintResult, fmt: str) -> str:
     """The report in ``fmt``; text, Markdown and annotations terminal-safe (``terminal``)."""
     text = {"text": to_text, "json": to_json, "markdown": to_markdown, "github": to_github,
-            "sarif": to_sarif}[fmt](result)
-    return text if fmt in ("json", "sarif") else safe_lines(text)
+            "sarif": to_sarif, "junit": to_junit}[fmt](result)
+    return text if fmt in ("json", "sarif", "junit") else safe_lines(text)
 
 
 def _where(f: Finding) -> str:
@@ -154,6 +154,36 @@ def _fingerprint(f: Finding) -> str:
 
 def to_sarif(result: LintResult) -> str:
     return orjson.dumps(sarif(result), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def to_junit(result: LintResult) -> str:
+    """JUnit XML: a test suite per linted session, a test case per enabled rule that found
+    nothing (passed) and one per finding, named by its rule and place; a finding at least as
+    severe as ``--fail-on`` is a failure, a milder one passes with its message as output."""
+    from ..junit import Case, Suite, to_xml
+
+    floor = severity_rank(result.fail_on)
+    suites = []
+    for s in result.sessions:
+        suite = Suite(f"mcprec lint {s.cassette}:{s.session}")
+        found = [f for f in result.findings
+                 if f.cassette == s.cassette and f.session == s.session]
+        codes = {f.code for f in found}
+        for code in result.enabled:
+            if code not in codes:
+                rule = result.rules[code]
+                suite.cases.append(Case(f"{code} {rule.name}", f"{s.cassette}:{s.session}"))
+        for f in found:
+            text = (f"{f.cassette}:{f.session}: {_where(f)}: {f.code} {f.severity}: "
+                    f"{f.message}\n    at {f.path}  [{f.rule}]")
+            case = Case(f"{f.code} {f.rule}: {_where(f)}", f"{s.cassette}:{s.session}.{f.code}")
+            if severity_rank(f.severity) >= floor:
+                case.failure, case.kind, case.detail = f.message, f.severity, text
+            else:
+                case.output = text
+            suite.cases.append(case)
+        suites.append(suite)
+    return to_xml(suites, f"mcprec lint: {summary(result)}")
 
 
 def worst(result: LintResult) -> str | None:

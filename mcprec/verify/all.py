@@ -1,5 +1,5 @@
 """Verify one reference session under a gate, or every reference session of several cassettes
-(``verify --all``): the plan, the runs, and the summary in text, Markdown and JSON."""
+(``verify --all``): the plan, the runs, and the summary in text, Markdown, JSON and JUnit XML."""
 
 from __future__ import annotations
 
@@ -188,5 +188,31 @@ def github_lines(runs: Sequence[Run], *, latency: bool = False) -> list[str]:
     return lines
 
 
-__all__ = ["Run", "expand_cassettes", "json_summary", "markdown_summary", "overall", "plan",
+def junit(runs: Sequence[Run]) -> str:
+    """JUnit XML: a test suite per cassette, a test case per session verified: a failure with
+    the change list when it failed the gate, an error when it could not be verified."""
+    from ..diff.report import _verdict
+    from ..junit import Case, Suite, to_xml
+
+    suites: dict[str, Suite] = {}
+    for r in runs:
+        suite = suites.setdefault(str(r.cassette), Suite(f"mcprec verify {r.cassette}"))
+        case = Case(r.session, str(r.cassette))
+        if r.error:
+            case.error, case.kind = r.error, "could not verify"
+        else:
+            detail = r.result.to_text(color=False)
+            if r.lint is not None:
+                from ..lint.report import to_text as lint_text
+
+                detail += "\nlint of the new run:\n" + lint_text(r.lint)
+            if r.failed:
+                case.failure, case.kind, case.detail = _verdict(r.result), "different", detail
+            else:
+                case.output = detail
+        suite.cases.append(case)
+    return to_xml(list(suites.values()), f"mcprec verify: {overall(runs)}")
+
+
+__all__ = ["Run", "expand_cassettes", "json_summary", "junit", "markdown_summary", "overall", "plan",
            "reference_sessions", "text_summary", "verify_all", "verify_one"]
