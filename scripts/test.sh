@@ -18,5 +18,15 @@ if ! command -v chromium >/dev/null 2>&1; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   fi
 fi
-# two workers (pytest-xdist): the suite's real servers and browsers keep both cores busy
-exec .venv/bin/python -m pytest -n "${MCPREC_TEST_WORKERS:-2}" "$@"
+# two workers (pytest-xdist): the suite's real servers and browsers keep both cores busy; the
+# slowest tests named at the end. `scripts/test.sh -m "not slow"` is the fast subset.
+.venv/bin/python -m pytest -n "${MCPREC_TEST_WORKERS:-2}" --durations=15 "$@"
+# Hyperscan and uvloop are optional speed-ups: with no arguments, the redaction and tap tests run
+# once more where neither can be imported (tests/no_speedups), so that the fallbacks are tested
+if [ "$#" -eq 0 ]; then
+  echo "scripts/test.sh: redaction and the tap again, without Hyperscan and uvloop"
+  PYTHONPATH=tests/no_speedups exec .venv/bin/python -m pytest -n "${MCPREC_TEST_WORKERS:-2}" \
+    -q tests/test_redact_speed_equivalence.py tests/test_redact_many.py \
+    tests/test_redact_packs.py tests/test_header_rules.py tests/test_tap_transparency.py \
+    tests/test_tap_loop.py tests/test_record_sdk.py
+fi

@@ -12,6 +12,40 @@ import pytest
 from helpers import EVERYTHING_DIR, EVERYTHING_VERSION, MCPREC, REPO, SDK_SERVER, ClientRun, run_client
 
 
+# --- markers: node, browser, slow (docs/contributing.md: the fast subset) ------------------------
+
+NODE_MODULES = frozenset({
+    "test_http_everything", "test_record_everything", "test_replay_everything",
+    "test_http_ts_progress", "test_typescript_example", "test_http_task_status",
+    "test_replay_tasks", "test_replay_writes", "test_conformance", "test_lint_real",
+    "test_http_probe",
+})
+"""Modules whose every test runs a Node peer; elsewhere a test that takes the
+``everything_server`` fixture is marked by it."""
+BROWSER_MODULES = frozenset({
+    "test_view_browser", "test_view_timeline", "test_severity_pages", "test_verify_reports",
+})
+SLOW_MODULES = frozenset(
+    (Path(__file__).parent / "slow.txt").read_text().split()
+    if (Path(__file__).parent / "slow.txt").exists() else ())
+"""Modules beyond the fast subset, one a line in tests/slow.txt (measured: each takes long
+or starts many processes); Node and browser tests are slow too."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        fixtures = getattr(item, "fixturenames", ())
+        node = module in NODE_MODULES or any("everything" in f for f in fixtures)
+        browser = module in BROWSER_MODULES
+        if node:
+            item.add_marker(pytest.mark.node)
+        if browser:
+            item.add_marker(pytest.mark.browser)
+        if node or browser or module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 # --- plain paths and commands -----------------------------------------------------------------
 
 

@@ -86,6 +86,14 @@ def reference_redact_text(r: Redactor, text: str) -> str:
     return r._sub_shaped(text, False) if r._shaped else text
 
 
+try:
+    import hyperscan  # noqa: F401
+    HYPERSCAN = True
+except ImportError:  # not installed, or blocked by the fallback pass (tests/no_speedups)
+    HYPERSCAN = False
+needs_hyperscan = pytest.mark.skipif(not HYPERSCAN, reason="Hyperscan is not importable")
+
+
 def searching(r: Redactor) -> Redactor:
     """``r`` looking for its anchors by its own searches, as where Hyperscan is not to be had."""
     r._literals = False
@@ -300,6 +308,7 @@ def test_one_pass_for_all_anchors_selects_as_the_searches_do(parts: list[str],
     text = "z" * 4097 + "".join(parts)
     data: Any = text.encode() if as_bytes else text
     picks = []
+    pytest.importorskip("hyperscan")  # the fallback pass (scripts/test.sh) runs without it
     for r in (fast, slow):
         gated = r._gated_b if as_bytes else r._gated_s
         any_anchor = r._any_anchor_b if as_bytes else r._any_anchor_s
@@ -312,6 +321,7 @@ def test_one_pass_for_all_anchors_selects_as_the_searches_do(parts: list[str],
     assert isinstance(fast._literals, _Literals)  # the one pass ran: Hyperscan is installed
 
 
+@needs_hyperscan
 def test_small_texts_keep_their_one_regex_pass() -> None:
     """Up to 4 KiB, a text's anchors are looked for by one regex (cheaper than a scan's call):
     the scanner is not even built."""
@@ -322,6 +332,7 @@ def test_small_texts_keep_their_one_regex_pass() -> None:
     assert isinstance(r._literals, _Literals)
 
 
+@needs_hyperscan
 def test_threads_scan_at_once_each_with_its_own_scratch() -> None:
     """Hyperscan's scratch space is not shareable: each thread gets its own, so threads that
     redact large messages at once all get the one pass (none falls back), and the right

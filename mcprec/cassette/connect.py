@@ -184,6 +184,13 @@ def tidy(path: str | os.PathLike[str]) -> None:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         finally:
             conn.close()
+    # a damaged file SQLite would not open: an empty WAL (a read-only connection writes no
+    # frame) and its index are only what that connection made
+    with contextlib.suppress(OSError):
+        if os.path.getsize(f"{path}-wal") == 0:
+            for suffix in ("-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{path}{suffix}")
 
 
 def _open_error(path: Path, e: sqlite3.Error) -> CassetteError:

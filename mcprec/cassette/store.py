@@ -91,7 +91,12 @@ class Cassette:
         """Open a cassette (``wait``: for sessions whose recording is being finished;
         ``read_only``: never writing to it, on a read-only filesystem too; see ``connect``)."""
         tidy = read_only and sidecars_absent(path)
-        conn = connect(path, create=create, wait=wait, read_only=read_only)
+        try:
+            conn = connect(path, create=create, wait=wait, read_only=read_only)
+        except BaseException:
+            if tidy:  # refused (damaged, another format): nothing left beside it either
+                _tidy(path)
+            raise
         try:
             c = cls(Path(path), conn, read_only=read_only)
         except BaseException:
