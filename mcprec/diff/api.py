@@ -12,7 +12,7 @@ from ..cassette import Cassette, Session, open_cassette
 from ..errors import UsageError
 from ..normalize import Normalizer
 from .engine import Comparer, align, compare_pair, latency_rows, reconcile_moved, unsolicited
-from .load import Side, load_side
+from .load import Side, load_side, minted_renames
 from .model import DiffResult, SideInfo, Stats, Summary
 from .summary import build_summary
 
@@ -54,7 +54,9 @@ def diff_sessions(
     with ExitStack() as stack:
         ca, cb = _open(cassette_a, stack), _open(cassette_b, stack)
         sa, sb = _session(ca, session_a), _session(cb, session_b)
-        a, b = load_side(ca, sa), load_side(cb, sb)
+        same = Path(ca.path).resolve() == Path(cb.path).resolve()
+        a = load_side(ca, sa, minted_renames(sb, sa) if same else None)
+        b = load_side(cb, sb, minted_renames(sa, sb) if same else None)
         result = compare_sides(a, b, cmp, latency_threshold, latency_min_ms,
                                surface_only=surface_only)
         note = _salt_note(ca, sa, cb, sb)

@@ -1,0 +1,153 @@
+"""verify sends each client message in its causal place: a cancel after the live server's
+second progress notification, as the recorded client did."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from helpers import SDK_SERVER, ClientRun, copy_cassette, record_scenario, run_mcprec, sqlite
+
+import sys
+
+SERVER = [sys.executable, str(SDK_SERVER)]
+
+
+async def cancel_after_two_progress(s: Any, run: ClientRun) -> None:
+    """Call ``slow`` (50 steps of 100 ms) and cancel it after the 2nd progress notification."""
+    second = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        run.progress.append((progress, total, message))
+        if len(run.progress) == 2:
+            second.set()
+
+    async with anyio.create_task_group() as tg:
+        async def call() -> None:
+            with anyio.CancelScope() as scope:
+                run.results["scope"] = scope
+                await s.call_tool("slow", {"steps": 50, "delay_ms": 100},
+                                  progress_callback=on_progress)
+
+        tg.start_soon(call)
+        await second.wait()
+        run.results["scope"].cancel()
+    run.results.pop("scope")
+    run.results["add"] = await s.call_tool("add", {"a": 1, "b": 2})
+
+
+@pytest.fixture(scope="module")
+def cancelled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A session of the SDK server whose client cancelled ``slow`` after two progress
+    notifications."""
+    cassette = tmp_path_factory.mktemp("causal") / "c.db"
+    run = record_scenario(cassette, "cancel", SERVER, cancel_after_two_progress)
+    assert len(run.progress) == 2
+    return cassette
+
+
+def test_a_cancel_goes_after_the_live_second_progress(cancelled: Path, tmp_path: Path) -> None:
+    """verify against the unchanged server exits 0, five runs out of five."""
+    for i in range(5):
+        c = copy_cassette(cancelled, tmp_path / f"c{i}.db")
+        out = run_mcprec("verify", str(c), "--format", "json", "--", *SERVER)
+        assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
+
+
+def client_waits(path: Path) -> dict[str, int | None]:
+    """The stored waits_for of the session's client notifications, by method."""
+    with sqlite(path) as db:
+        return {m: w for m, w in db.execute(
+            "SELECT method, waits_for FROM messages WHERE direction = 'client_to_server' "
+            "AND kind = 'notification' AND session_id = (SELECT id FROM sessions "
+            "WHERE name = 'cancel')")}
+
+
+def test_the_recorder_stores_what_a_client_message_came_after(cancelled: Path) -> None:
+    """The cancel's waits_for is the last server message of the cancelled call before it."""
+    waits = client_waits(cancelled)
+    with sqlite(cancelled) as db:
+        method, context = db.execute(
+            "SELECT method, context_seq FROM messages WHERE seq = ? AND session_id = "
+            "(SELECT id FROM sessions WHERE name = 'cancel')",
+            (waits["notifications/cancelled"],)).fetchone()
+    assert method in ("notifications/progress", "notifications/message")
+    assert context is not None
+    assert waits["notifications/initialized"] is None
+
+
+def test_older_cassettes_are_backfilled(cancelled: Path, tmp_path: Path) -> None:
+    """A cassette of format 8 (no client waits_for) gets it computed when opened."""
+    c = copy_cassette(cancelled, tmp_path / "old.db")
+    want = client_waits(c)
+    with sqlite(c) as db:
+        db.execute("UPDATE messages SET waits_for = NULL WHERE direction = 'client_to_server'")
+        db.execute("DELETE FROM migrations WHERE name = '0009_client_waits_for'")
+        db.execute("UPDATE meta SET value = '8' WHERE key = 'format_version'")
+        db.execute("PRAGMA user_version = 8")
+    assert client_waits(c)["notifications/cancelled"] is None
+    from mcprec.cassette import Cassette
+
+    with Cassette.open(c):
+        pass
+    assert client_waits(c) == want
+
+
+def test_the_report_says_when_the_cancel_went(cancelled: Path, tmp_path: Path) -> None:
+    """The JSON report names the live message the cancel was sent after."""
+    c = copy_cassette(cancelled, tmp_path / "c.db")
+    out = run_mcprec("verify", str(c), "--format", "json", "--", *SERVER)
+    report = json.loads(out.stdout)
+    order = report["verify"]["client_order"]
+    assert len(order) == 1 and "sent after the live server's notifications/" in order[0], order
+
+
+# --- minted values ------------------------------------------------------------------------------
+
+MINTED = [sys.executable, str(Path(__file__).parent / "peers" / "minted_server.py")]
+
+
+async def page_create_get(s: Any, run: ClientRun) -> None:
+    """Page through resources/list (random cursors), create a note, get it by its id."""
+    from helpers import page_through
+
+    await page_through(s, run)
+    assert len(run.results["pages"]) == 3
+    created = await s.call_tool("create", {"title": "hello"})
+    nid = created.structured_content["id"]
+    got = await s.call_tool("get", {"id": nid})
+    assert got.structured_content == {"id": nid, "title": "hello"}, got
+
+
+@pytest.fixture(scope="module")
+def minted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A session of the minted server: paged resources/list, create then get."""
+    cassette = tmp_path_factory.mktemp("minted") / "m.db"
+    record_scenario(cassette, "minted", MINTED, page_create_get)
+    return cassette
+
+
+def test_minted_values_are_sent_as_the_live_server_minted_them(minted: Path,
+                                                               tmp_path: Path) -> None:
+    """verify against the unchanged minted server: exit 0, five runs out of five."""
+    for i in range(5):
+        c = copy_cassette(minted, tmp_path / f"m{i}.db")
+        out = run_mcprec("verify", str(c), "--format", "json", "--", *MINTED)
+        assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
+        assert json.loads(out.stdout)["verify"]["minted"] == 3  # two cursors, one id
+
+
+def test_a_changed_result_is_named(minted: Path, tmp_path: Path) -> None:
+    """Against a server whose get changed: exit 1, the change named, not the minted values."""
+    c = copy_cassette(minted, tmp_path / "m.db")
+    out = run_mcprec("verify", str(c), "--", *MINTED,
+                     env={"MCPREC_TEST_SERVER_VARIANT": "v2"})
+    text = out.stdout.decode()
+    assert out.returncode == 1, text + out.stderr.decode()
+    changes = text.split("Latency")[0]
+    assert "tools/call get" in changes and '"HELLO"' in changes, text
+    assert "tools/call create" not in changes and "resources/list" not in changes, text
