@@ -4,13 +4,16 @@ second progress notification, as the recorded client did."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from helpers import SDK_SERVER, ClientRun, copy_cassette, record_scenario, run_mcprec, sqlite
+from helpers import (
+    MCPREC, REPO, SDK_SERVER, ClientRun, copy_cassette, record_scenario, run_mcprec, sqlite,
+)
 
 import sys
 
@@ -151,3 +154,38 @@ def test_a_changed_result_is_named(minted: Path, tmp_path: Path) -> None:
     changes = text.split("Latency")[0]
     assert "tools/call get" in changes and '"HELLO"' in changes, text
     assert "tools/call create" not in changes and "resources/list" not in changes, text
+
+
+# --- tasks --------------------------------------------------------------------------------------
+
+TS_TASK_CLIENT = Path(__file__).parent / "peers" / "ts_task_list_client.mjs"
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory, everything_server: list[str]) -> Path:
+    """server-everything's simulate-research-query called as a task by the TypeScript SDK's
+    callToolStream (polled to completion, then tasks/result and tasks/list), through record."""
+    cassette = tmp_path_factory.mktemp("task") / "t.db"
+    done = subprocess.run(["node", str(TS_TASK_CLIENT), *MCPREC, "record", "-c", str(cassette),
+                           "-s", "task", "--", *everything_server],
+                          capture_output=True, timeout=120, check=True, cwd=REPO)
+    seen = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    assert seen["status"] == "completed" and seen["listed"] == ["completed"], seen
+    return cassette
+
+
+def test_verify_polls_a_live_task_to_its_end(task: Path, tmp_path: Path,
+                                             everything_server: list[str]) -> None:
+    """verify against the unchanged server-everything exits 0, five runs out of five: the live
+    task is polled until it completes, and the number of polls is not compared."""
+    runs = []
+    for i in range(5):
+        c = copy_cassette(task, tmp_path / f"t{i}.db")
+        runs.append(subprocess.Popen([*MCPREC, "verify", str(c), "--format", "json", "--",
+                                      *everything_server], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, cwd=REPO))
+    for p in runs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, out.decode() + err.decode()
+        report = json.loads(out)
+        assert report["verify"]["minted"] == 1  # the task id

@@ -78,6 +78,7 @@ class Driver:
         self._seen: dict[Any, asyncio.Event] = {}
         self._sent_at: dict[int, float] = {}
         self._renamed: dict[str, str] = {}
+        self._polls = 0
 
     def _lost(self, why: str) -> None:
         """The server cannot answer any more: every wait ends now, nothing more is sent."""
@@ -102,6 +103,8 @@ class Driver:
         messages = list(self.cassette.messages(self.session))
         self._order = order = ClientOrder(messages)
         by_seq = {m.seq: m for m in messages}
+        recorded_answers = {m.reply_to: m for m in messages if m.direction == wire.SERVER_TO_CLIENT
+                            and m.kind in (wire.RESPONSE, wire.ERROR) and m.reply_to is not None}
         for m in messages:
             if m.direction == wire.SERVER_TO_CLIENT and m.kind == wire.REQUEST and m.method:
                 self._recorded_server_requests.setdefault(m.method, []).append(m)
@@ -131,6 +134,9 @@ class Driver:
                 self._sent_at[m.seq] = asyncio.get_running_loop().time()
                 await self._send(raw, m)
                 self.result.sent += 1
+                if m.method == "tasks/get" and m.rpc_id is not None \
+                        and _task_status(recorded_answers.get(m.seq)) in TERMINAL:
+                    await self._poll_task(m, raw)
                 if m is first and m.rpc_id is not None:  # sent on as recorded meanwhile
                     watchdog = asyncio.get_running_loop().create_task(self._first_answer(m))
             for rid in expected:  # a request cancelled in the recording was never answered
@@ -185,6 +191,37 @@ class Driver:
                 return
         self.result.order.append(f"{what} sent after the live server's "
                                  f"{describe(cause.place)}, as recorded")
+
+    async def _poll_task(self, m: Message, raw: bytes) -> None:
+        """The recorded client polled this task until it ended: poll the live task (as
+        ``tasks/get`` with ids of verify's own) until it ends too, within the timeout, however
+        many polls that takes."""
+        assert m.rpc_id is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        rid = m.rpc_id
+        request = wire.loads(raw)
+        while self._gone is None:
+            await self._wait_answer(rid)
+            fut = self._answers.get(rid)
+            answer = fut.result() if fut is not None and fut.done() else None
+            status = _task_status(answer)
+            if status is None or status in TERMINAL or rid in self.result.timed_out:
+                return
+            result = answer.get("result") if isinstance(answer, dict) else None
+            interval = result.get("pollInterval") if isinstance(result, dict) else None
+            wait = min(1.0, max(0.05, interval / 1000 if isinstance(interval, (int, float))
+                                else 0.2))
+            if loop.time() + wait > deadline:
+                self.result.timed_out.append(rid)
+                return
+            await asyncio.sleep(wait)
+            self._polls += 1
+            poll_id = f"mcprec-verify-poll-{self._polls}"
+            rid = wire.id_text(poll_id)
+            self._answers[rid] = loop.create_future()
+            await self._send(wire.dumps({**request, "id": poll_id}), m)
+            self.result.sent += 1
 
     async def _minted_for(self, m: Message) -> bytes:
         """``m`` with the minted values it sends back as the live server minted them (waiting,
@@ -409,6 +446,18 @@ def protocol_headers(recorded: Message | None) -> dict[str, str]:
     if not isinstance(sent, dict):
         return {}
     return {k.lower(): str(v) for k, v in sent.items() if k.lower() in PROTOCOL_HEADERS}
+
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+"""A task's terminal statuses (2025-11-25)."""
+
+
+def _task_status(answer: Any) -> str | None:
+    """The status in a ``tasks/get`` answer (a ``Message`` or its JSON), or None."""
+    obj = answer.json if isinstance(answer, Message) else answer
+    result = obj.get("result") if isinstance(obj, dict) else None
+    status = result.get("status") if isinstance(result, dict) else None
+    return status if isinstance(status, str) else None
 
 
 def _answers_seen_before(messages: list[Message]) -> dict[int, list[str]]:
