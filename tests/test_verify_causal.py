@@ -189,3 +189,21 @@ def test_verify_polls_a_live_task_to_its_end(task: Path, tmp_path: Path,
         assert p.returncode == 0, out.decode() + err.decode()
         report = json.loads(out)
         assert report["verify"]["minted"] == 1  # the task id
+
+
+def test_a_cause_the_live_server_never_sends(cancelled: Path, tmp_path: Path) -> None:
+    """A cancel whose recorded cause the live server never sends goes at the recorded delay once
+    verify stops waiting (here --timeout 2), and the report says so."""
+    c = copy_cassette(cancelled, tmp_path / "c.db")
+    with sqlite(c) as db:  # the cancel came after a message this server never sends
+        seq = client_waits(c)["notifications/cancelled"]
+        db.execute("UPDATE messages SET method = 'notifications/never', raw = replace(raw, "
+                   "'\"method\":\"notifications/', '\"method\":\"notifications/never-') "
+                   "WHERE seq = ? AND session_id = (SELECT id FROM sessions WHERE name = "
+                   "'cancel')", (seq,))
+    out = run_mcprec("verify", str(c), "--format", "json", "--timeout", "2", "--", *SERVER)
+    report = json.loads(out.stdout)
+    order = report["verify"]["client_order"]
+    assert len(order) == 1 and "as recorded: the live server never sent " \
+        "notifications/never #1" in order[0], order
+    assert out.returncode == 1  # meanwhile, the live call went on: more progress than recorded

@@ -30,6 +30,12 @@ from .order import Cause, ClientOrder, Places, at, describe, rewrite
 from .pending import PendingRun
 
 DEFAULT_TIMEOUT_S = 30.0
+PATIENCE_FACTOR = 10
+PATIENCE_S = 5.0
+"""How long a client message waits for its cause from the live server: ``PATIENCE_FACTOR`` times
+the recorded delay, at least ``PATIENCE_S`` more than it, at most the timeout. A slower server
+(a loaded CI machine) still sends the cause in time; a server that no longer sends it is not
+waited for the whole timeout."""
 
 
 @dataclass
@@ -159,8 +165,9 @@ class Driver:
 
     async def _after(self, m: Message, cause: Cause, by_seq: dict[int, Message]) -> None:
         """Wait for the live server's message at the place of ``m``'s cause; when it never
-        comes (the request it was sent for is answered, the server is gone, ``--timeout``), wait
-        out the recorded delay from that request."""
+        comes (the request it was sent for is answered, the server is gone, or the patience
+        passed: ten times the recorded delay, at least 5 s more than it, at most ``--timeout``),
+        send ``m`` at the recorded delay from that request (or at once, when that is past)."""
         loop = asyncio.get_running_loop()
         seen = self._event(cause.place)
         what = f"{m.method or m.kind}"
@@ -176,8 +183,10 @@ class Driver:
                       and request.rpc_id is not None else None)
             if answer is not None and not answer.done():
                 waits.add(answer)
+            patience = min(self.timeout, max(PATIENCE_FACTOR * cause.delay_s,
+                                             cause.delay_s + PATIENCE_S))
             try:
-                await asyncio.wait(waits, timeout=max(0.0, start + self.timeout - loop.time()),
+                await asyncio.wait(waits, timeout=max(0.0, start + patience - loop.time()),
                                    return_when=asyncio.FIRST_COMPLETED)
             finally:
                 for w in waits:
