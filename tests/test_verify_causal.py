@@ -115,7 +115,8 @@ MINTED = [sys.executable, str(Path(__file__).parent / "peers" / "minted_server.p
 
 
 async def page_create_get(s: Any, run: ClientRun) -> None:
-    """Page through resources/list (random cursors), create a note, get it by its id."""
+    """Page through resources/list (random cursors), create a note, get it by its id, read it
+    by a URI that holds the id."""
     from helpers import page_through
 
     await page_through(s, run)
@@ -124,6 +125,8 @@ async def page_create_get(s: Any, run: ClientRun) -> None:
     nid = created.structured_content["id"]
     got = await s.call_tool("get", {"id": nid})
     assert got.structured_content == {"id": nid, "title": "hello"}, got
+    read = await s.read_resource(f"notes://{nid}")
+    assert read.contents[0].text == "hello", read
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +156,7 @@ def test_a_changed_result_is_named(minted: Path, tmp_path: Path) -> None:
     assert out.returncode == 1, text + out.stderr.decode()
     changes = text.split("Latency")[0]
     assert "tools/call get" in changes and '"HELLO"' in changes, text
+    assert "resources/read notes://" in changes, text
     assert "tools/call create" not in changes and "resources/list" not in changes, text
 
 

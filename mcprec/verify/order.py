@@ -17,12 +17,14 @@ request of its own: a task id, a cursor, a created object's id) and that the cli
 back is rewritten, in every later client message, to the string the live server sent at the same
 JSON path of the message at the same place. Limits: strings alone (not numbers), of 1 to 256
 characters without white space, holding a digit or at least 8 characters long; a value found
-inside a longer string (a URI holding an id) is replaced there only when it is 8 characters or
-more; a value the server embeds only in free text (a sentence) is not seen as minted.
+inside a longer string (a URI holding an id, as a part between ``/ : ? & = # , ; @``) is
+replaced there only when it is 8 characters or more; a value the server embeds only in free
+text (a sentence) is not seen as minted.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -167,14 +169,17 @@ class ClientOrder:
         for value in values:
             if value in candidates:
                 back.append(value)
-        longs = [c for c in candidates if len(c) >= LONG]
-        for value in values:
-            if len(value) > LONG:
-                back.extend(c for c in longs if c != value and c in value)
+            elif len(value) > LONG:  # a long minted value as a part of it (a URI's segment)
+                back.extend(part for part in _PARTS.split(value)
+                            if len(part) >= LONG and part in candidates)
         for value in back:
             self.minted.setdefault(value, candidates[value])
         sent.update(values)
         return list(dict.fromkeys(back))
+
+
+_PARTS = re.compile(r"[/:?&=#,;@\s]+")
+"""What separates the parts of a longer string in which a minted value is looked for."""
 
 
 __all__ = ["Cause", "ClientOrder", "Place", "Places", "at", "describe", "rewrite"]

@@ -4,9 +4,10 @@ Run: ``python tests/peers/minted_server.py`` (stdio). Every process mints its ow
   - ``resources/list`` is paged, 3 a page; each ``nextCursor`` is a random token this process
     remembers (a token of another process is refused: -32602);
   - ``create(title)`` stores a note under a random id and returns ``{"id": ...}``;
-  - ``get(id)`` returns the note (a tool error for an id this process never minted).
+  - ``get(id)`` returns the note (a tool error for an id this process never minted), and so
+    does the resource ``notes://{id}``.
 
-MCPREC_TEST_SERVER_VARIANT=v2: ``get`` returns the title in upper case (a changed result).
+MCPREC_TEST_SERVER_VARIANT=v2: ``get`` and the resource return the title in upper case.
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ def get(id: str) -> dict[str, Any]:
         raise ValueError(f"no note {id}")
     title = _notes[id]
     return {"id": id, "title": title.upper() if V2 else title}
+
+
+@server.resource("notes://{id}", name="note", mime_type="text/plain")
+def note(id: str) -> str:
+    if id not in _notes:
+        raise ValueError(f"no note {id}")
+    return _notes[id].upper() if V2 else _notes[id]
 
 
 def _doc(i: int) -> None:
