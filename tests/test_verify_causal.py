@@ -117,10 +117,23 @@ MINTED = [sys.executable, str(Path(__file__).parent / "peers" / "minted_server.p
 async def page_create_get(s: Any, run: ClientRun) -> None:
     """Page through resources/list (random cursors), create a note, get it by its id, read it
     by a URI that holds the id."""
-    from helpers import page_through
+    import inspect
 
-    await page_through(s, run)
-    assert len(run.results["pages"]) == 3
+    from mcp_types import PaginatedRequestParams
+
+    by_cursor = "cursor" in inspect.signature(s.list_resources).parameters  # mcp.client.Client
+    pages, cursor = 0, None
+    while True:
+        if by_cursor:
+            page = await s.list_resources(cursor=cursor)
+        else:
+            page = await s.list_resources(
+                params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        pages += 1
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    assert pages == 3
     created = await s.call_tool("create", {"title": "hello"})
     nid = created.structured_content["id"]
     got = await s.call_tool("get", {"id": nid})
@@ -211,3 +224,87 @@ def test_a_cause_the_live_server_never_sends(cancelled: Path, tmp_path: Path) ->
     assert len(order) == 1 and "as recorded: the live server never sent " \
         "notifications/never #1" in order[0], order
     assert out.returncode == 1  # meanwhile, the live call went on: more progress than recorded
+
+
+def test_an_accepted_run_is_a_reference_with_its_own_minted_values(minted: Path,
+                                                                   tmp_path: Path) -> None:
+    """verify --update accepts the run (its minted-values tag dropped); the next verify of the
+    accepted reference follows its values and exits 0."""
+    c = copy_cassette(minted, tmp_path / "m.db")
+    out = run_mcprec("verify", str(c), "--update", "--", *MINTED)
+    assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
+    from mcprec.cassette import Cassette
+
+    with Cassette.open(c) as cassette:
+        assert [s.tags for s in cassette.sessions()] == [{}]
+    out = run_mcprec("verify", str(c), "--", *MINTED)
+    assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
+
+
+def test_what_client_messages_came_after() -> None:
+    """The client side's rule: an answer came after the request, a cancel after the last
+    message of the cancelled call, roots/list_changed after the last roots/list."""
+    from mcprec import wire
+    from mcprec.cassette.causality import Causality
+
+    c, s = wire.CLIENT_TO_SERVER, wire.SERVER_TO_CLIENT
+    t = Causality()
+    seen = [
+        t.observe(0, c, wire.REQUEST, "tools/call", "1", None, None, {}),
+        t.observe(1, s, wire.NOTIFICATION, "notifications/progress", None, None, 0, {}),
+        t.observe(2, s, wire.REQUEST, "roots/list", "7", None, 0, {}),
+        t.observe(3, c, wire.RESPONSE, None, "7", 2, None, {}),
+        t.observe(4, s, wire.NOTIFICATION, "notifications/progress", None, None, 0, {}),
+        t.observe(5, c, wire.NOTIFICATION, "notifications/roots/list_changed", None, None,
+                  None, {}),
+        t.observe(6, c, wire.NOTIFICATION, "notifications/cancelled", None, None, None,
+                  {"params": {"requestId": 1}}),
+        t.observe(7, c, wire.NOTIFICATION, "notifications/initialized", None, None, None, {}),
+    ]
+    assert seen == [None, None, None, 2, 3, 2, 4, None]
+
+
+def test_minted_values_over_stateless_http(tmp_path: Path) -> None:
+    """The minted server stateless over HTTP (2026-07-28, the SDK's Client): verify --target
+    follows the cursors and the id (the Mcp-Name of the resource read too), exit 0; against
+    the changed server, exit 1 naming get and the read."""
+    import asyncio
+    import warnings
+
+    from http_helpers import Proc, _first_stdout_url, clean_env, start_proxy
+
+    def start(variant: str) -> Proc:
+        return Proc([*MINTED, "--http"], env=clean_env(MCPREC_TEST_SERVER_VARIANT=variant),
+                    ready=_first_stdout_url, what="the minted HTTP server")
+
+    cassette = tmp_path / "h.db"
+    server = start("v1")
+    try:
+        proxy = start_proxy(server.url, cassette, "h")
+        try:
+            async def drive() -> None:
+                from mcp.client import Client
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    async with Client(proxy.url, mode="2026-07-28") as c:
+                        await page_create_get(c, ClientRun())
+
+            asyncio.run(drive())
+        finally:
+            proxy.stop()
+        for _ in range(5):
+            out = run_mcprec("verify", str(cassette), "-s", "h", "--target", server.url)
+            assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
+    finally:
+        server.stop()
+    changed = start("v2")
+    try:
+        out = run_mcprec("verify", str(cassette), "-s", "h", "--target", changed.url)
+    finally:
+        changed.stop()
+    text = out.stdout.decode()
+    changes = text.split("Latency")[0]
+    assert out.returncode == 1, text + out.stderr.decode()
+    assert "tools/call get" in changes and "resources/read notes://" in changes, text
+    assert "tools/call create" not in changes and "resources/list" not in changes, text

@@ -396,6 +396,9 @@ class HTTPDriver(Driver):
         self._exchanges += 1
         exchange = self._exchanges
         headers = protocol_headers(recorded)
+        if headers and recorded is not None and raw != recorded.raw and self._renamed:
+            # Mcp-Name holds a URI or a name: with the minted values the body now holds
+            headers = {k: rewrite(v, self._renamed) for k, v in headers.items()}
         self.writer.message(wire.CLIENT_TO_SERVER, raw, http={
             "exchange": exchange, "method": "POST", **({"headers": headers} if headers else {})})
         c = wire.classify(raw)

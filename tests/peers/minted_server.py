@@ -1,6 +1,7 @@
 """An SDK server that mints random values, for verify's minted-value rule.
 
-Run: ``python tests/peers/minted_server.py`` (stdio). Every process mints its own values:
+Run: ``python tests/peers/minted_server.py`` (stdio), or with ``--http``: stateless Streamable
+HTTP (2026-07-28) on a free port of 127.0.0.1, its URL printed first on stdout. Every process mints its own values:
   - ``resources/list`` is paged, 3 a page; each ``nextCursor`` is a random token this process
     remembers (a token of another process is refused: -32602);
   - ``create(title)`` stores a note under a random id and returns ``{"id": ...}``;
@@ -79,5 +80,32 @@ for _i in range(7):
     _doc(_i)
 
 
+async def serve_http() -> None:
+    """Stateless Streamable HTTP (JSON answers) on a free port of 127.0.0.1; prints its URL."""
+    import asyncio
+    import socket
+
+    import uvicorn
+
+    app = server.streamable_http_app(json_response=True, stateless_http=True, host="127.0.0.1")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    srv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
+                                        timeout_graceful_shutdown=1))
+    task = asyncio.get_running_loop().create_task(srv.serve(sockets=[sock]))
+    while not srv.started and not task.done():
+        await asyncio.sleep(0.01)
+    if srv.started:
+        print(f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
+    await task
+
+
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if "--http" in sys.argv:
+        import asyncio
+
+        asyncio.run(serve_http())
+    else:
+        server.run()
