@@ -308,3 +308,50 @@ def test_minted_values_over_stateless_http(tmp_path: Path) -> None:
     assert out.returncode == 1, text + out.stderr.decode()
     assert "tools/call get" in changes and "resources/read notes://" in changes, text
     assert "tools/call create" not in changes and "resources/list" not in changes, text
+
+
+def test_a_value_the_live_server_still_sends_is_not_minted() -> None:
+    """A tool name the client called, in a tools/list whose live order changed or from which
+    another tool went: not rewritten; a random id the live server replaced: rewritten."""
+    from mcprec import wire
+    from mcprec.cassette import Message
+    from mcprec.verify.order import ClientOrder
+
+    def msg(seq: int, direction: str, kind: str, obj: dict[str, Any],
+            reply_to: int | None = None) -> Message:
+        return Message(seq, 1, seq, seq, direction, kind, wire.id_text(obj.get("id", seq)),
+                       obj.get("method"), reply_to, reply_to, None, None, wire.dumps(obj))
+
+    c, s = wire.CLIENT_TO_SERVER, wire.SERVER_TO_CLIENT
+    tools = {"tools": [{"name": "forecast-weekly"}, {"name": "summarize-all"}]}
+    order = ClientOrder([
+        msg(0, c, wire.REQUEST, {"id": 1, "method": "tools/list"}),
+        msg(1, s, wire.RESPONSE, {"id": 1, "result": tools}, 0),
+        msg(2, c, wire.REQUEST, {"id": 2, "method": "tools/call",
+                                  "params": {"name": "summarize-all"}}),
+        msg(3, s, wire.RESPONSE, {"id": 2, "result": {"structuredContent": {"id": "a1b2c3"}}}, 2),
+        msg(4, c, wire.REQUEST, {"id": 3, "method": "tools/call",
+                                  "params": {"name": "get", "arguments": {"id": "a1b2c3"}}}),
+    ])
+    assert set(order.minted) == {"summarize-all", "a1b2c3"}
+    reordered = {"tools": [{"name": "summarize-all"}, {"name": "forecast-weekly"}]}
+    assert order.live_value("summarize-all", "forecast-weekly",
+                            wire.dumps({"id": 1, "result": reordered})) is None
+    removed = {"tools": [{"name": "forecast-weekly"}]}
+    assert order.live_value("summarize-all", None,
+                            wire.dumps({"id": 1, "result": removed})) is None
+    live = wire.dumps({"id": 2, "result": {"structuredContent": {"id": "f9e8d7"}}})
+    assert order.live_value("a1b2c3", "f9e8d7", live) == "f9e8d7"
+
+
+def test_a_changed_server_behind_the_cancel_is_named(cancelled: Path, tmp_path: Path) -> None:
+    """The cancel recording against the server at another version: exit 1, the version named,
+    the cancelled call itself the same (the cancel still went after the live 2nd progress)."""
+    c = copy_cassette(cancelled, tmp_path / "c.db")
+    out = run_mcprec("verify", str(c), "--format", "json", "--", *SERVER,
+                     env={"MCPREC_TEST_SERVER_VERSION": "7.0.0"})
+    assert out.returncode == 1, out.stdout.decode() + out.stderr.decode()
+    report = json.loads(out.stdout)
+    assert "7.0.0" in json.dumps(report["summary"])
+    assert not [e for e in report["exchanges"] if "slow" in json.dumps(e.get("label"))]
+    assert "sent after the live server's" in report["verify"]["client_order"][0]

@@ -85,6 +85,8 @@ class Driver:
         self._sent_at: dict[int, float] = {}
         self._renamed: dict[str, str] = {}
         self._polls = 0
+        self._last_sent: float | None = None
+        self._seen_at: dict[Any, float] = {}
 
     def _lost(self, why: str) -> None:
         """The server cannot answer any more: every wait ends now, nothing more is sent."""
@@ -137,7 +139,7 @@ class Driver:
                     break
                 if m.kind == wire.REQUEST and m.rpc_id is not None:
                     self._answers.setdefault(m.rpc_id, asyncio.get_running_loop().create_future())
-                self._sent_at[m.seq] = asyncio.get_running_loop().time()
+                self._sent_at[m.seq] = self._last_sent = asyncio.get_running_loop().time()
                 await self._send(raw, m)
                 self.result.sent += 1
                 if m.method == "tasks/get" and m.rpc_id is not None \
@@ -164,7 +166,8 @@ class Driver:
         return ev
 
     async def _after(self, m: Message, cause: Cause, by_seq: dict[int, Message]) -> None:
-        """Wait for the live server's message at the place of ``m``'s cause; when it never
+        """Wait for the live server's message at the place of ``m``'s cause (then as long as the
+        recorded client took to react to it); when it never
         comes (the request it was sent for is answered, the server is gone, or the patience
         passed: ten times the recorded delay, at least 5 s more than it, at most ``--timeout``),
         send ``m`` at the recorded delay from that request (or at once, when that is past)."""
@@ -175,8 +178,8 @@ class Driver:
         if request is not None and request.rpc_id is not None:
             what += f" (of id {request.rpc_id})" if m.method == "notifications/cancelled" else ""
         if not seen.is_set():
-            start = self._sent_at.get(cause.request if cause.request is not None else -1,
-                                      loop.time())
+            start = (self._sent_at.get(cause.request, loop.time()) if cause.request is not None
+                     else self._last_sent or loop.time())
             waits: set[asyncio.Future[Any]] = {loop.create_task(seen.wait()),
                                                loop.create_task(self._gone_event.wait())}
             answer = (self._answers.get(request.rpc_id) if request is not None
@@ -198,6 +201,8 @@ class Driver:
                     f"{what} sent {cause.delay_s * 1000:.0f} ms after its request, as recorded: "
                     f"the live server never sent {describe(cause.place)}")
                 return
+        seen_at = self._seen_at.get(cause.place, loop.time())
+        await asyncio.sleep(max(0.0, seen_at + cause.reaction_s - loop.time()))
         self.result.order.append(f"{what} sent after the live server's "
                                  f"{describe(cause.place)}, as recorded")
 
@@ -249,16 +254,17 @@ class Driver:
             return m.raw
         return wire.dumps(rewrite(m.json, renamed))
 
-    def _live_place(self, c: wire.Classified) -> None:
+    def _live_place(self, c: wire.Classified, raw: bytes) -> None:
         """Note the place of a live server message, and the values it minted where the recorded
         one minted values the client sent back."""
         place = self._live_places.place(c.kind, c.method, c.rpc_id, c.obj)
         if place is None or self._order is None:
             return
         for value in self._order.by_place.get(place, ()):
-            live = at(c.obj, self._order.minted[value][1])
-            if isinstance(live, str) and live != value:
+            live = self._order.live_value(value, at(c.obj, self._order.minted[value][1]), raw)
+            if live is not None:
                 self._renamed[value] = live
+        self._seen_at.setdefault(place, asyncio.get_running_loop().time())
         self._event(place).set()
 
     async def _first_answer(self, m: Message) -> None:
@@ -286,7 +292,7 @@ class Driver:
         """Record one message from the server; resolve answers, answer its requests."""
         self.writer.message(wire.SERVER_TO_CLIENT, raw, http=http, context=context)
         c = wire.classify(raw)
-        self._live_place(c)
+        self._live_place(c, raw)
         if c.kind in (wire.RESPONSE, wire.ERROR) and c.rpc_id is not None:
             fut = self._answers.get(c.rpc_id)
             if fut is not None and not fut.done():

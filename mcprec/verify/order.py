@@ -8,7 +8,7 @@ message at the same place corresponds to the recorded one.
 
 **Causes.** A recorded client message with ``waits_for`` (``cassette/causality.py``: a cancel
 after the 2nd progress, ``roots/list_changed`` after ``roots/list``) is sent once the live
-server sent the message at the place of its cause; when the live server never does (it
+server sent the message at the place of its cause, as long after it as the recorded client took; when the live server never does (it
 answered the request, went away, or ``--timeout`` passed), at the recorded delay from the request
 the cause was sent for.
 
@@ -76,11 +76,16 @@ def describe(place: Place) -> str:
 class Cause:
     """A recorded client message's cause: the place of the server message it came after, the
     recorded client request that message was sent for (None: none), and the recorded delay from
-    that request (or from the client's previous message) to the client message, in seconds."""
+    that request (or from the client's previous message) to the client message, in seconds,
+    and from the cause to the client message."""
 
     place: Place
     request: int | None
     delay_s: float
+    reaction_s: float = 0.0
+    """The recorded time from the cause to the client message: the client's reaction, kept, so
+    that what the server sent meanwhile (a log line right after the progress notification that
+    made the client give up) still comes before the cancel."""
 
 
 def payload(obj: Any) -> Any:
@@ -154,13 +159,31 @@ class ClientOrder:
                 request = cause.context_seq if cause is not None else None
                 start = by_seq.get(request) if request is not None else previous_client
                 delay = (m.t_ns - start.t_ns) / 1e9 if start is not None else 0.0
-                self.causes[m.seq] = Cause(self.places[m.waits_for], request, max(0.0, delay))
+                reaction = (m.t_ns - cause.t_ns) / 1e9 if cause is not None else 0.0
+                self.causes[m.seq] = Cause(self.places[m.waits_for], request, max(0.0, delay),
+                                           max(0.0, reaction))
             back = self._sent_back(payload(obj), candidates, sent)
             if back:
                 self.sends_back[m.seq] = back
             previous_client = m
         for value, where in self.minted.items():
             self.by_place[where[0]].append(value)
+        self.raw_at: dict[Place, bytes] = {
+            place: by_seq[seq].raw for seq, place in self.places.items() if place in self.by_place}
+        """The recorded server message at each place that minted a value the client sent back."""
+
+    def live_value(self, value: str, live: Any, live_raw: bytes) -> str | None:
+        """The live server's counterpart of the recorded minted ``value``: ``live`` (what the
+        live message at the same place holds at the same path, whose text is ``live_raw``) when
+        it is a minted value in its own right — a string like one, that the live message holds
+        instead of ``value`` (not beside it: a list in another order), and that the recorded
+        message did not hold (a name that moved up when another was removed)."""
+        if not isinstance(live, str) or live == value or not minted_like(live):
+            return None
+        if value.encode() in live_raw:
+            return None
+        recorded = self.raw_at.get(self.minted[value][0], b"")
+        return None if live.encode() in recorded else live
 
     def _sent_back(self, obj: Any, candidates: dict[str, tuple[Place, Path]],
                    sent: set[str]) -> list[str]:
