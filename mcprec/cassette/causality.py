@@ -11,6 +11,13 @@ The rule: a server message in R's context waits for the latest client message, r
 it, that relates to R — the client's cancellation of R, the client's answer to a request the
 server sent in R's context, or a ``roots/list_changed`` after the server asked R's roots. The
 recorder computes it as rows are made; older cassettes get it computed once by a migration.
+
+The client side is stored alike: a client message's ``waits_for`` is the seq of the server
+message it came after and answered to — its answer to a server request (that request), its
+cancellation of R (the latest server message sent in R's context before it: the second progress
+notification after which the client gave up), a ``roots/list_changed`` (the latest ``roots/list``
+the server sent before it). verify's mock client sends such a message only once the live server
+sent the corresponding message (``verify/order.py``).
 """
 
 from __future__ import annotations
@@ -35,13 +42,20 @@ class Causality:
         self._asked_by: dict[int, int] = {}
         # client requests whose handling asked the client for its roots
         self._asked_roots: dict[int, None] = {}
+        # client request seq -> the latest server message sent in its context
+        self._latest_in: dict[int, int] = {}
+        # the latest roots/list the server sent
+        self._roots_asked: int | None = None
 
     def observe(self, seq: int, direction: str, kind: str, method: str | None,
                 rpc_id: str | None, reply_to: int | None, context: int | None,
                 obj: Any) -> int | None:
         if direction == wire.CLIENT_TO_SERVER:
-            self._client(seq, kind, method, rpc_id, reply_to, obj)
-            return None
+            return self._client(seq, kind, method, rpc_id, reply_to, obj)
+        if kind == wire.REQUEST and method == "roots/list":
+            self._roots_asked = seq
+        if context is not None and kind not in (wire.RESPONSE, wire.ERROR):
+            self._remember(self._latest_in, context, seq)
         if kind == wire.REQUEST and context is not None:
             self._remember(self._asked_by, seq, context)
             if method == "roots/list":
@@ -49,7 +63,8 @@ class Causality:
         return self._cause.get(context) if context is not None else None
 
     def _client(self, seq: int, kind: str, method: str | None, rpc_id: str | None,
-                reply_to: int | None, obj: Any) -> None:
+                reply_to: int | None, obj: Any) -> int | None:
+        """What the client message at ``seq`` waited for (a server message's seq), if any."""
         if kind == wire.REQUEST:
             if rpc_id is not None:
                 self._remember(self._client_ids, rpc_id, seq)
@@ -57,15 +72,19 @@ class Causality:
             asker = self._asked_by.get(reply_to) if reply_to is not None else None
             if asker is not None:
                 self._remember(self._cause, asker, seq)
+            return reply_to
         elif kind == wire.NOTIFICATION and method == "notifications/cancelled":
             params = obj.get("params") if isinstance(obj, dict) else None
             target = params.get("requestId") if isinstance(params, dict) else None
             cancelled = self._client_ids.get(wire.id_text(target)) if target is not None else None
             if cancelled is not None:
                 self._remember(self._cause, cancelled, seq)
+                return self._latest_in.get(cancelled)
         elif kind == wire.NOTIFICATION and method == "notifications/roots/list_changed":
             for asker in self._asked_roots:
                 self._remember(self._cause, asker, seq)
+            return self._roots_asked
+        return None
 
     @staticmethod
     def _remember(d: dict[Any, Any], key: Any, value: Any) -> None:
@@ -75,8 +94,9 @@ class Causality:
             del d[next(iter(d))]
 
 
-def backfill(conn: Any) -> None:
-    """Compute ``waits_for`` for every message already in the cassette (one pass, in order)."""
+def backfill(conn: Any, *, direction: str | None = None) -> None:
+    """Compute ``waits_for`` for every message already in the cassette (one pass, in order);
+    ``direction``: store it for that side's messages alone."""
     updates: list[tuple[int, int]] = []
     session_id, tracker = None, Causality()
     rows = conn.execute(
@@ -85,12 +105,12 @@ def backfill(conn: Any) -> None:
         "AND method = 'notifications/cancelled' THEN raw END "
         "FROM messages ORDER BY session_id, seq"
     )
-    for (id_, sid, seq, direction, kind, method, rpc_id, reply_to, context, raw) in rows:
+    for (id_, sid, seq, side, kind, method, rpc_id, reply_to, context, raw) in rows:
         if sid != session_id:
             session_id, tracker = sid, Causality()
         obj = _parse(raw) if raw is not None else None
-        waits = tracker.observe(seq, direction, kind, method, rpc_id, reply_to, context, obj)
-        if waits is not None:
+        waits = tracker.observe(seq, side, kind, method, rpc_id, reply_to, context, obj)
+        if waits is not None and (direction is None or side == direction):
             updates.append((waits, id_))
     if updates:
         conn.executemany("UPDATE messages SET waits_for = ? WHERE id = ?", updates)

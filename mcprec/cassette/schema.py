@@ -150,6 +150,14 @@ CREATE TABLE session_backpressure (
 """
 
 
+def _backfill_client_waits_for(conn: sqlite3.Connection) -> None:
+    """A client message's ``waits_for`` (the server message it came after and answered to) for
+    the messages recorded before the recorder stored it."""
+    from .causality import backfill
+
+    backfill(conn, direction="client_to_server")
+
+
 _KEY_SCHEME = """
 -- Which match_key made the session's stored keys (wire.KEY_SCHEME): replay trusts the keys of
 -- its own scheme without making them again. NULL (sessions recorded before): checked.
@@ -187,6 +195,7 @@ MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
     ("0006_key_scheme", _KEY_SCHEME),
     ("0007_replay_plan", _replay_plan),
     ("0008_session_losses", _LOSSES),
+    ("0009_client_waits_for", _backfill_client_waits_for),
 ]
 
 WAITS_FOR_VERSION = 2
@@ -200,6 +209,8 @@ KEY_SCHEME_VERSION = 6
 
 PLAN_FORMAT_VERSION = 7
 """The first format version with ``replay_plan`` and ``replay_plans``."""
+CLIENT_WAITS_VERSION = 9
+"""The first format version whose client messages have ``waits_for``."""
 
 FORMAT_VERSION = len(MIGRATIONS)
 

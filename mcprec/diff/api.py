@@ -11,8 +11,10 @@ from typing import Any, Union
 from ..cassette import Cassette, Session, open_cassette
 from ..errors import UsageError
 from ..normalize import Normalizer
-from .engine import Comparer, align, compare_pair, latency_rows, reconcile_moved, unsolicited
-from .load import Side, load_side
+from .engine import (
+    Comparer, align, compare_pair, keep_last_statuses, last_polls, latency_rows, reconcile_moved, unsolicited,
+)
+from .load import Side, load_side, minted_renames
 from .model import DiffResult, SideInfo, Stats, Summary
 from .summary import build_summary
 
@@ -54,7 +56,9 @@ def diff_sessions(
     with ExitStack() as stack:
         ca, cb = _open(cassette_a, stack), _open(cassette_b, stack)
         sa, sb = _session(ca, session_a), _session(cb, session_b)
-        a, b = load_side(ca, sa), load_side(cb, sb)
+        same = Path(ca.path).resolve() == Path(cb.path).resolve()
+        a = load_side(ca, sa, minted_renames(sb, sa) if same else None)
+        b = load_side(cb, sb, minted_renames(sa, sb) if same else None)
         result = compare_sides(a, b, cmp, latency_threshold, latency_min_ms,
                                surface_only=surface_only)
         note = _salt_note(ca, sa, cb, sb)
@@ -79,6 +83,8 @@ def _salt_note(ca: Any, sa: Any, cb: Any, sb: Any) -> str | None:
 def compare_sides(a: Side, b: Side, cmp: Comparer, latency_threshold: float,
                   latency_min_ms: float, *, surface_only: bool = False) -> DiffResult:
     """The diff of two loaded sessions."""
+    keep_last_statuses(a)
+    keep_last_statuses(b)
     summary = build_summary(a, b, cmp.answer)
     if surface_only:
         warnings = _warnings(a, b, summary)
@@ -94,7 +100,7 @@ def compare_sides(a: Side, b: Side, cmp: Comparer, latency_threshold: float,
         )
     stats = Stats()
     exchanges = []
-    for pair in align(a.requests, b.requests, cmp.request_key):
+    for pair in align(last_polls(a.requests), last_polls(b.requests), cmp.request_key):
         ex = compare_pair(cmp, a, b, pair, summary)
         if ex.status == "only_a":
             stats.only_a += 1

@@ -78,7 +78,7 @@ class Comparer:
         if "error" in obj and "result" not in obj:
             form: dict[str, Any] = {"error": obj["error"]}
         else:
-            form = {"result": _without_protocol_meta(obj.get("result"))}
+            form = {"result": _without_task_times(_without_protocol_meta(obj.get("result")))}
         form = remove_paths(form, self.paths) if self.paths else form
         return self.normalizer.apply(form)
 
@@ -89,6 +89,8 @@ class Comparer:
         drop = ID_FIELDS.get(m.method or "")
         if drop and isinstance(params, dict):
             params = {k: v for k, v in params.items() if k != drop}
+        if m.method == TASK_STATUS:
+            params = _task_without_times(params)
         form = {"params": params} if params is not None else {}
         form = remove_paths(form, self.paths) if self.paths else form
         return self.normalizer.apply(form)
@@ -139,6 +141,82 @@ def _without_protocol_meta(result: Any) -> Any:
     if meta:
         out["_meta"] = meta
     return out
+
+
+TASK_STATUS = "notifications/tasks/status"
+TASK_TIMES = ("createdAt", "lastUpdatedAt")
+"""When a task was created and last updated: times of the run, never compared."""
+
+
+def _task_without_times(task: Any) -> Any:
+    if isinstance(task, dict) and "taskId" in task and any(k in task for k in TASK_TIMES):
+        return {k: v for k, v in task.items() if k not in TASK_TIMES}
+    return task
+
+
+def _without_task_times(result: Any) -> Any:
+    """A task's result (``tasks/get``, a ``CreateTaskResult``, ``tasks/list``) without the
+    tasks' times."""
+    if not isinstance(result, dict):
+        return result
+    if "taskId" in result:
+        return _task_without_times(result)
+    if isinstance(result.get("task"), dict):
+        return {**result, "task": _task_without_times(result["task"])}
+    if isinstance(result.get("tasks"), list):
+        return {**result, "tasks": [_task_without_times(t) for t in result["tasks"]]}
+    return result
+
+
+def last_polls(requests: list[Message]) -> list[Message]:
+    """The requests without the ``tasks/get`` polls of a task that a later poll of the same
+    task follows: how many polls saw it working is timing, only the last one is compared."""
+    last: dict[str, int] = {}
+    for i, m in enumerate(requests):
+        if m.method == "tasks/get":
+            params = m.json.get("params") if isinstance(m.json, dict) else None
+            task = params.get("taskId") if isinstance(params, dict) else None
+            if isinstance(task, str):
+                last[task] = i
+    if not last:
+        return requests
+    keep = set(last.values())
+    return [m for i, m in enumerate(requests) if m.method != "tasks/get" or i in keep
+            or not _polls_task(m, last)]
+
+
+def keep_last_statuses(side: Side) -> None:
+    """Drop from ``side`` the ``notifications/tasks/status`` of a task that a later one of the
+    same task follows: how many a run sent, and to which request's time each fell, is timing;
+    the last status is compared."""
+    last: dict[Any, int] = {}
+    everything = [*side.unsolicited, *(m for ms in side.handled.values() for m in ms)]
+    for m in everything:
+        if m.method == TASK_STATUS:
+            task = _status_task(m)
+            if task is not None and m.seq > last.get(task, -1):
+                last[task] = m.seq
+    if not last:
+        return
+
+    def kept(ms: list[Message]) -> list[Message]:
+        return [m for m in ms if m.method != TASK_STATUS or _status_task(m) is None
+                or last[_status_task(m)] == m.seq]
+
+    side.unsolicited[:] = kept(side.unsolicited)
+    for seq, ms in side.handled.items():
+        side.handled[seq] = kept(ms)
+
+
+def _status_task(m: Message) -> str | None:
+    params = m.json.get("params") if isinstance(m.json, dict) else None
+    task = params.get("taskId") if isinstance(params, dict) else None
+    return task if isinstance(task, str) else None
+
+
+def _polls_task(m: Message, last: dict[str, int]) -> bool:
+    params = m.json.get("params") if isinstance(m.json, dict) else None
+    return isinstance(params, dict) and params.get("taskId") in last
 
 
 def _by_method(messages: Iterable[Message]) -> dict[str, list[Message]]:

@@ -172,6 +172,7 @@ def _text_lines(r: DiffResult, s: Style) -> list[str]:
     out = [s("mcprec verify" if v else "mcprec diff", "bold")]
     if v:
         out.append(f"  {_verify_what(v)}, against the reference {v['reference']}")
+        out += [f"  {line}" for line in _verify_notes(v)]
     out += [f"  A: {r.a.label}  {r.a.server or '?'}  ({r.a.requests} requests)",
             f"  B: {r.b.label}  {r.b.server or '?'}  ({r.b.requests} requests)"]
     out += [s(f"warning: {w}", "yellow") for w in r.warnings]
@@ -188,6 +189,15 @@ def _text_lines(r: DiffResult, s: Style) -> list[str]:
     out += ["", s(f"Result: {verdict}", "green" if r.equal else "red")]
     if v:
         out.append(f"Exit status: {_exit_status(v)}")
+    return out
+
+
+def _verify_notes(v: dict[str, Any]) -> list[str]:
+    """When the client's messages with a cause were sent, and the minted values followed."""
+    out = [f"client order: {line}" for line in v.get("client_order") or ()]
+    if v.get("minted"):
+        out.append(f"minted values followed: {v['minted']} (sent back as the live server "
+                   "minted them; compared as the recorded ones)")
     return out
 
 
@@ -294,6 +304,9 @@ def to_markdown(r: DiffResult) -> str:
         out = [f"## {icon} mcprec verify: {_code(r.a.label)} → {_code(r.b.label)}", "",
                f"{_cell(_verify_what(v))}, against the reference {_code(v['reference'])}", "",
                f"**{_verdict(r)}**, exit status {_exit_status(v)}", ""]
+        notes = _verify_notes(v)
+        if notes:
+            out += [f"- {_cell(n)}" for n in notes] + [""]
     else:
         out = [f"## {icon} mcprec diff: {_code(r.a.label)} → {_code(r.b.label)}", "",
                f"**{_verdict(r)}**", ""]

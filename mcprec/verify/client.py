@@ -1,7 +1,10 @@
 """The mock client: re-drive a real (new) server with a session's recorded client traffic.
 
 Client messages are sent in recorded order, each once the responses the client had seen before
-sending it (in the recording) have arrived from the new server. Requests the new server makes of
+sending it (in the recording) have arrived from the new server, and once the live server sent the
+message the recorded one came after (its cause, ``verify/order.py``): a cancel goes after the
+live second progress notification. Values the server minted and the client sent back (task ids,
+cursors, created ids) are sent as the live server minted them. Requests the new server makes of
 the client (sampling, elicitation, roots, ping) are answered from the recording: the n-th request
 of a method gets the recorded answer to the n-th recorded one, under the new server's id. The new
 run is recorded as a session of its own, to be diffed against the original.
@@ -23,9 +26,16 @@ from ..record.recorder import AUTO
 from ..errors import ServerStartError
 from ..transports.http_client import HTTPClientError, StreamableHTTPClient
 from ..transports.stdio import end_process
+from .order import Cause, ClientOrder, Places, at, describe, rewrite
 from .pending import PendingRun
 
 DEFAULT_TIMEOUT_S = 30.0
+PATIENCE_FACTOR = 10
+PATIENCE_S = 5.0
+"""How long a client message waits for its cause from the live server: ``PATIENCE_FACTOR`` times
+the recorded delay, at least ``PATIENCE_S`` more than it, at most the timeout. A slower server
+(a loaded CI machine) still sends the cause in time; a server that no longer sends it is not
+waited for the whole timeout."""
 
 
 @dataclass
@@ -42,6 +52,11 @@ class DriveResult:
     """The server's last stderr lines (stdio)."""
     hung: bool = False
     """The server did not answer the first request in time (it was then stopped)."""
+    order: list[str] = field(default_factory=list)
+    """When each client message with a cause was sent: after the live server's corresponding
+    message, or at the recorded delay (the live server never sent it)."""
+    minted: dict[str, str] = field(default_factory=dict)
+    """Recorded minted value -> the live server's, for those the client sent back rewritten."""
 
 
 class Driver:
@@ -63,11 +78,21 @@ class Driver:
         self._recorded_server_requests: dict[str, list[Message]] = {}
         self._answers_received: list[Any] = []
         self._gone: str | None = None
+        self._gone_event = asyncio.Event()
+        self._order: ClientOrder | None = None
+        self._live_places = Places()
+        self._seen: dict[Any, asyncio.Event] = {}
+        self._sent_at: dict[int, float] = {}
+        self._renamed: dict[str, str] = {}
+        self._polls = 0
+        self._last_sent: float | None = None
+        self._seen_at: dict[Any, float] = {}
 
     def _lost(self, why: str) -> None:
         """The server cannot answer any more: every wait ends now, nothing more is sent."""
         if self._gone is None:
             self._gone = why
+        self._gone_event.set()
         for fut in self._answers.values():
             if not fut.done():
                 fut.set_result(None)
@@ -84,6 +109,10 @@ class Driver:
 
     async def run(self) -> DriveResult:
         messages = list(self.cassette.messages(self.session))
+        self._order = order = ClientOrder(messages)
+        by_seq = {m.seq: m for m in messages}
+        recorded_answers = {m.reply_to: m for m in messages if m.direction == wire.SERVER_TO_CLIENT
+                            and m.kind in (wire.RESPONSE, wire.ERROR) and m.reply_to is not None}
         for m in messages:
             if m.direction == wire.SERVER_TO_CLIENT and m.kind == wire.REQUEST and m.method:
                 self._recorded_server_requests.setdefault(m.method, []).append(m)
@@ -102,12 +131,20 @@ class Driver:
                     continue  # answers to the server's requests are sent as those arrive
                 for rid in answered_before.get(m.seq, ()):
                     await self._wait_answer(rid)
+                cause = order.causes.get(m.seq)
+                if cause is not None and self._gone is None:
+                    await self._after(m, cause, by_seq)
+                raw = await self._minted_for(m) if m.seq in order.sends_back else m.raw
                 if self._gone is not None:
                     break
                 if m.kind == wire.REQUEST and m.rpc_id is not None:
                     self._answers.setdefault(m.rpc_id, asyncio.get_running_loop().create_future())
-                await self._send(m.raw, m)
+                self._sent_at[m.seq] = self._last_sent = asyncio.get_running_loop().time()
+                await self._send(raw, m)
                 self.result.sent += 1
+                if m.method == "tasks/get" and m.rpc_id is not None \
+                        and _task_status(recorded_answers.get(m.seq)) in TERMINAL:
+                    await self._poll_task(m, raw)
                 if m is first and m.rpc_id is not None:  # sent on as recorded meanwhile
                     watchdog = asyncio.get_running_loop().create_task(self._first_answer(m))
             for rid in expected:  # a request cancelled in the recording was never answered
@@ -119,7 +156,116 @@ class Driver:
                 watchdog.cancel()
             await self._stop()
         self.result.gone = self._gone
+        self.result.minted = {k: v for k, v in self._renamed.items()}
         return self.result
+
+    def _event(self, place: Any) -> asyncio.Event:
+        ev = self._seen.get(place)
+        if ev is None:
+            ev = self._seen[place] = asyncio.Event()
+        return ev
+
+    async def _after(self, m: Message, cause: Cause, by_seq: dict[int, Message]) -> None:
+        """Wait for the live server's message at the place of ``m``'s cause (then as long as the
+        recorded client took to react to it); when it never
+        comes (the request it was sent for is answered, the server is gone, or the patience
+        passed: ten times the recorded delay, at least 5 s more than it, at most ``--timeout``),
+        send ``m`` at the recorded delay from that request (or at once, when that is past)."""
+        loop = asyncio.get_running_loop()
+        seen = self._event(cause.place)
+        what = f"{m.method or m.kind}"
+        request = by_seq.get(cause.request) if cause.request is not None else None
+        if request is not None and request.rpc_id is not None:
+            what += f" (of id {request.rpc_id})" if m.method == "notifications/cancelled" else ""
+        if not seen.is_set():
+            start = (self._sent_at.get(cause.request, loop.time()) if cause.request is not None
+                     else self._last_sent or loop.time())
+            waits: set[asyncio.Future[Any]] = {loop.create_task(seen.wait()),
+                                               loop.create_task(self._gone_event.wait())}
+            answer = (self._answers.get(request.rpc_id) if request is not None
+                      and request.rpc_id is not None else None)
+            if answer is not None and not answer.done():
+                waits.add(answer)
+            patience = min(self.timeout, max(PATIENCE_FACTOR * cause.delay_s,
+                                             cause.delay_s + PATIENCE_S))
+            try:
+                await asyncio.wait(waits, timeout=max(0.0, start + patience - loop.time()),
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waits:
+                    if w is not answer:
+                        w.cancel()
+            if not seen.is_set():
+                await asyncio.sleep(max(0.0, start + cause.delay_s - loop.time()))
+                self.result.order.append(
+                    f"{what} sent {cause.delay_s * 1000:.0f} ms after its request, as recorded: "
+                    f"the live server never sent {describe(cause.place)}")
+                return
+        seen_at = self._seen_at.get(cause.place, loop.time())
+        await asyncio.sleep(max(0.0, seen_at + cause.reaction_s - loop.time()))
+        self.result.order.append(f"{what} sent after the live server's "
+                                 f"{describe(cause.place)}, as recorded")
+
+    async def _poll_task(self, m: Message, raw: bytes) -> None:
+        """The recorded client polled this task until it ended: poll the live task (as
+        ``tasks/get`` with ids of verify's own) until it ends too, within the timeout, however
+        many polls that takes."""
+        assert m.rpc_id is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        rid = m.rpc_id
+        request = wire.loads(raw)
+        while self._gone is None:
+            await self._wait_answer(rid)
+            fut = self._answers.get(rid)
+            answer = fut.result() if fut is not None and fut.done() else None
+            status = _task_status(answer)
+            if status is None or status in TERMINAL or rid in self.result.timed_out:
+                return
+            result = answer.get("result") if isinstance(answer, dict) else None
+            interval = result.get("pollInterval") if isinstance(result, dict) else None
+            wait = min(1.0, max(0.05, interval / 1000 if isinstance(interval, (int, float))
+                                else 0.2))
+            if loop.time() + wait > deadline:
+                self.result.timed_out.append(rid)
+                return
+            await asyncio.sleep(wait)
+            self._polls += 1
+            poll_id = f"mcprec-verify-poll-{self._polls}"
+            rid = wire.id_text(poll_id)
+            self._answers[rid] = loop.create_future()
+            await self._send(wire.dumps({**request, "id": poll_id}), m)
+            self.result.sent += 1
+
+    async def _minted_for(self, m: Message) -> bytes:
+        """``m`` with the minted values it sends back as the live server minted them (waiting,
+        within the timeout, for the live message that mints them)."""
+        assert self._order is not None
+        values = self._order.sends_back.get(m.seq, [])
+        for value in values:
+            place = self._order.minted[value][0]
+            seen = self._event(place)
+            if not seen.is_set() and self._gone is None and not (
+                    place[0] == "answer" and place[1] in self.result.timed_out):
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(seen.wait(), self.timeout)
+        renamed = {v: self._renamed[v] for v in values if v in self._renamed}
+        if not renamed:
+            return m.raw
+        return wire.dumps(rewrite(m.json, renamed))
+
+    def _live_place(self, c: wire.Classified, raw: bytes) -> None:
+        """Note the place of a live server message, and the values it minted where the recorded
+        one minted values the client sent back."""
+        place = self._live_places.place(c.kind, c.method, c.rpc_id, c.obj)
+        if place is None or self._order is None:
+            return
+        for value in self._order.by_place.get(place, ()):
+            live = self._order.live_value(value, at(c.obj, self._order.minted[value][1]), raw)
+            if live is not None:
+                self._renamed[value] = live
+        self._seen_at.setdefault(place, asyncio.get_running_loop().time())
+        self._event(place).set()
 
     async def _first_answer(self, m: Message) -> None:
         """A server that does not answer the session's first request (``initialize``, or a
@@ -146,6 +292,7 @@ class Driver:
         """Record one message from the server; resolve answers, answer its requests."""
         self.writer.message(wire.SERVER_TO_CLIENT, raw, http=http, context=context)
         c = wire.classify(raw)
+        self._live_place(c, raw)
         if c.kind in (wire.RESPONSE, wire.ERROR) and c.rpc_id is not None:
             fut = self._answers.get(c.rpc_id)
             if fut is not None and not fut.done():
@@ -164,6 +311,10 @@ class Driver:
         rid = c.obj.get("id")
         if answer is not None and isinstance(answer.json, dict):
             reply = {**answer.json, "id": rid}
+            if self._order is not None and answer.seq in self._order.sends_back:
+                renamed = {v: self._renamed[v] for v in self._order.sends_back[answer.seq]
+                           if v in self._renamed}
+                reply = rewrite(reply, renamed) if renamed else reply
         elif method == "ping":
             reply = {"jsonrpc": "2.0", "id": rid, "result": {}}
         else:
@@ -251,6 +402,9 @@ class HTTPDriver(Driver):
         self._exchanges += 1
         exchange = self._exchanges
         headers = protocol_headers(recorded)
+        if headers and recorded is not None and raw != recorded.raw and self._renamed:
+            # Mcp-Name holds a URI or a name: with the minted values the body now holds
+            headers = {k: rewrite(v, self._renamed) for k, v in headers.items()}
         self.writer.message(wire.CLIENT_TO_SERVER, raw, http={
             "exchange": exchange, "method": "POST", **({"headers": headers} if headers else {})})
         c = wire.classify(raw)
@@ -310,6 +464,18 @@ def protocol_headers(recorded: Message | None) -> dict[str, str]:
     if not isinstance(sent, dict):
         return {}
     return {k.lower(): str(v) for k, v in sent.items() if k.lower() in PROTOCOL_HEADERS}
+
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+"""A task's terminal statuses (2025-11-25)."""
+
+
+def _task_status(answer: Any) -> str | None:
+    """The status in a ``tasks/get`` answer (a ``Message`` or its JSON), or None."""
+    obj = answer.json if isinstance(answer, Message) else answer
+    result = obj.get("result") if isinstance(obj, dict) else None
+    status = result.get("status") if isinstance(result, dict) else None
+    return status if isinstance(status, str) else None
 
 
 def _answers_seen_before(messages: list[Message]) -> dict[int, list[str]]:

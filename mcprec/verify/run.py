@@ -3,6 +3,7 @@ traffic (the mock client), record the new run as a session of its own, and diff 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from ..cassette import Cassette
 from ..errors import ServerStartError, UsageError
 from ..record import check_command
 from ..redact import Redactor
+from ..diff.load import MINTED_TAG
 from ..replay.playback import check_replayable
 from .client import DEFAULT_TIMEOUT_S, DriveResult, drive_http, drive_stdio
 from .pending import PendingRun
@@ -73,8 +75,11 @@ def run_verification(
         for old in c.sessions():  # keep one verification run per reference: the new one
             if old.tags.get("verify_of") == s.name:
                 c.delete_session(old.name)
+    tags = {"verify_of": s.name}
+    if result.minted:  # the diff reads the live values as the recorded ones (docs/diff.md)
+        tags[MINTED_TAG] = json.dumps({live: old for old, live in result.minted.items()})
     pending.store(path, name, transport="http" if target else "stdio",
-                  target=target if target else list(server), tags={"verify_of": s.name},
+                  target=target if target else list(server), tags=tags,
                   redact=rules, exit_code=result.exit_code)
     for rid in result.timed_out:
         _log.warning("verify", f"verify: no answer to request id={rid} within {timeout:g} s")
@@ -99,7 +104,7 @@ def accept(cassette: str | os.PathLike[str], v: Verification) -> None:
         c.rename_session(v.new, v.original)
         accepted = c.session(v.original)  # a reference now, no longer a verification run
         c.update_session(accepted, tags={k: x for k, x in accepted.tags.items()
-                                         if k != "verify_of"})
+                                         if k not in ("verify_of", MINTED_TAG)})
 
 
 def describe(result: Any, cassette: str | os.PathLike[str], v: Verification,
@@ -108,7 +113,8 @@ def describe(result: Any, cassette: str | os.PathLike[str], v: Verification,
     verified, against which reference, and the exit status the gate gave."""
     result.verify = {"server": None if target else list(server), "target": target,
                      "reference": f"{cassette}:{v.original}", "new_session": v.new,
-                     "exit_status": 1 if failed else 0}
+                     "exit_status": 1 if failed else 0, "client_order": list(v.drive.order),
+                     "minted": len(v.drive.minted)}
 
 
 def refs(cassette: str | os.PathLike[str], v: Verification) -> tuple[str, str]:

@@ -47,6 +47,13 @@
       ` — exit status ${v.exit_status}${v.exit_status === 0 ? " (passed)" : v.exit_status === 1 ? " (failed)" : ""}`);
   }
 
+  // when the client's messages with a cause went, and how many minted values were followed
+  function verifyNotes(v) {
+    const notes = (v.client_order || []).map((line) => h("li", "client order: " + line));
+    if (v.minted) notes.push(h("li", `minted values followed: ${v.minted} (sent back as the live server minted them; compared as the recorded ones)`));
+    return notes.length ? h("ul.verify-notes.dim", notes) : null;
+  }
+
   function diffReport(d, a, b, open) {
     const equal = d.equal;
     const counts = d.counts || { breaking: d.breaking, warning: 0, compatible: d.summary.changes.length - d.breaking };
@@ -60,6 +67,7 @@
     const verdict = d.verdict ? d.verdict : equal ? `EQUAL${d.ignore.length ? ` after ignoring ${d.ignore.length} path(s)` : ""}` : `DIFFERENT: ${parts.join(", ")}`;
     return h("div.diff",
       d.verify ? verifyHead(d.verify) : null,
+      d.verify ? verifyNotes(d.verify) : null,
       h(`div.verdict.${equal ? "equal" : d.severity === "breaking" ? "breaking" : "different"}`, { role: "status", dataset: { severity: d.severity || "" } }, verdict),
       d.warnings.length ? h("ul.warnings", d.warnings.map((w) => h("li", w))) : null,
       h("table.sides", h("thead", h("tr", h("th", ""), h("th", "A"), h("th", "B"))), h("tbody",
