@@ -234,3 +234,28 @@ def test_could_not_run_is_exit_2(args: tuple[str, ...], message: str) -> None:
     assert r.returncode == 2, err
     assert message in err and "Traceback" not in err
     assert err.startswith("mcprec: ")
+
+
+def test_server_that_crashes_on_bad_input() -> None:
+    """A server that exits on an unknown method: that check fails, the rest is skipped, and
+    lifecycle.alive and lifecycle.exit say the server was lost."""
+    code, report, _ = check("--", *BROKEN, "--crash")
+    v = verdicts(report)
+    assert code == 1
+    assert failed(report) == {"errors.unknown-method", "lifecycle.alive", "lifecycle.exit"}
+    assert v["tools.call"] == "skip"
+    why = {c["id"]: c["why"] for c in report["checks"]}
+    assert "went away" in why["errors.unknown-method"] and "code 3" in why["lifecycle.exit"]
+
+
+def test_server_that_never_answers() -> None:
+    """No answer to initialize: a failure after --timeout, not a hang; the server that ignores
+    its closed input is stopped after --exit-timeout."""
+    code, report, err = check("--timeout", "1", "--exit-timeout", "1", "--",
+                              PY, "-c", "import time; time.sleep(60)")
+    v = verdicts(report)
+    assert code == 1
+    assert v["lifecycle.initialize"] == "fail" and v["lifecycle.exit"] == "fail"
+    assert v["tools.list"] == "skip"
+    assert report["seconds"] < 15
+    assert "Traceback" not in err and "never retrieved" not in err

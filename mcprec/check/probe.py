@@ -62,6 +62,13 @@ class Probe(ScriptedClient):
                 self.server_result = c.obj["result"]  # before the HTTP link reads its version
         await super().received(raw)
 
+    async def send_request(self, method: str, params: dict[str, Any] | None = None, *,
+                           progress: bool = False) -> tuple[int, asyncio.Future[dict[str, Any]]]:
+        rid, fut = await super().send_request(method, params, progress=progress)
+        # an answer given up on (a timeout) may still fail later, when the server goes away
+        fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+        return rid, fut
+
     async def ask(self, method: str, params: dict[str, Any] | None = None, *,
                   progress: bool = False) -> dict[str, Any]:
         """The server's answer (a result or an error); ``StepFailed`` when none came."""
@@ -151,6 +158,9 @@ class ProbeSession:
             self.on_result(r)
 
     async def one(self, check: str, fn: Callable[[], Awaitable[Verdict]]) -> None:
+        if check == "lifecycle.alive" and self.p.gone is not None:
+            self.add(check, FAIL, f"the server went away during the checks ({self.p.gone})")
+            return
         if self._stop is not None:
             self.add(check, SKIP, self._stop)
             return

@@ -3,7 +3,8 @@ does not know with an empty result instead of -32601 (Method not found), and it 
 ``notifications/cancelled``: a cancelled ``sleep`` still sends its result. Everything else is
 by the book, so that ``mcprec check`` fails exactly those two checks.
 
-Run: ``python tests/peers/broken_server.py``. Plain JSON-RPC on stdin/stdout, no SDK.
+Run: ``python tests/peers/broken_server.py [--crash]``. Plain JSON-RPC on stdin/stdout, no
+SDK. ``--crash``: worse, it exits with code 3 on a method it does not know.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from typing import Any
 
 _out = threading.Lock()
+CRASH = "--crash" in sys.argv[1:]
 READ_ONLY = {"readOnlyHint": True}
 TOOLS = [
     {"name": "echo", "description": "Echo the text back.", "annotations": READ_ONLY,
@@ -90,6 +92,8 @@ def handle(msg: dict[str, Any]) -> None:
         result(rid, {"tools": TOOLS})
     elif method == "tools/call":
         call(rid, params)
+    elif CRASH:
+        sys.exit(3)
     else:
         result(rid, {})  # the bug: should be error -32601
 
