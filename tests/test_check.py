@@ -87,6 +87,9 @@ def test_sdk_server_stdio(tmp_path: Path) -> None:
     assert report["cassette"] == str(db) and report["sessions"] == ["check"]
     shown = run_mcprec("sessions", str(db))
     assert b"check" in shown.stdout
+    probe = run_mcprec("show", str(db), "check")
+    assert b"mcprec/check-unknown-method" in probe.stdout and b"notifications/cancelled" in \
+        probe.stdout
     again, report2, _ = check("--call", "echo", "--", PY, str(SDK_SERVER), cassette=db)
     assert report2["sessions"] == ["check-2"] and again == 0
 
