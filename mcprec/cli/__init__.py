@@ -2,7 +2,7 @@
 
 Imports of the heavier modules happen inside each command so that every command starts fast.
 The commands live in this package's modules by what they work on (``record``, ``replay``,
-``cassette``, ``diff``, ``view``, ``lint``); this module holds the
+``cassette``, ``diff``, ``view``, ``lint``, ``check``); this module holds the
 group, registers them, and turns every error into one line and an exit code.
 """
 
@@ -36,6 +36,7 @@ def cli() -> None:
 
 
 def _register() -> None:
+    from .check import check as check_command
     from .lint import lint_command
     from .cassette import export, import_, redact, scan, sessions, show
     from .diff import diff_command, verify
@@ -44,7 +45,7 @@ def _register() -> None:
     from .view import view_command
 
     for command in (record, script, replay, redact, scan, sessions, show, export, import_,
-                    verify, diff_command, lint_command, view_command):
+                    verify, diff_command, lint_command, check_command, view_command):
         cli.add_command(command)
 
 

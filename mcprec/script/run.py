@@ -16,7 +16,7 @@ import contextlib
 import os
 import secrets
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -233,13 +233,27 @@ def _record_http(plan: _Plan, tags: dict[str, str], redactor: Redactor, *, timeo
 
 async def _play_http(plan: _Plan, tags: dict[str, str], redactor: Redactor, run: ScriptRun, *,
                      timeout: float, listen: str) -> list[str]:
+    assert plan.url is not None
+    s = plan.scenario
+    async with recording_proxy(plan.url, plan.path, plan.record_as, tags, redactor,
+                               timeout=timeout, listen=listen) as (url, proxy):
+        client = ScriptedClient(s.client)
+        async with http_server(url, client, s.server.headers):
+            await _play(client, run)
+    return list(proxy.sessions)
+
+
+@contextlib.asynccontextmanager
+async def recording_proxy(target: str, path: Path, session: str, tags: dict[str, str],
+                          redactor: Redactor, *, timeout: float, listen: str = "127.0.0.1:0",
+                          ) -> AsyncIterator[tuple[str, Any]]:
+    """The recording proxy for ``target`` serving on ``listen`` while the block runs: its URL,
+    and the proxy (``proxy.sessions``: the names it recorded, once the block is left)."""
     from ..record.http_sessions import ProxyRecordings
     from ..transports.http_proxy import RecordingProxy
     from ..transports.http_serve import bind, parse_listen, serve_app, url_of
 
-    assert plan.url is not None
-    s = plan.scenario
-    proxy = RecordingProxy(plan.url, plan.path, session=plan.record_as, tags=tags, timeout=timeout,
+    proxy = RecordingProxy(target, path, session=session, tags=tags, timeout=timeout,
                            redact=redactor, recordings=ProxyRecordings)
     sock = bind(*parse_listen(listen))
     url = url_of(sock, proxy.path)
@@ -253,16 +267,13 @@ async def _play_http(plan: _Plan, tags: dict[str, str], redactor: Redactor, run:
         waiting.cancel()
         if serving.done():
             serving.result()  # raises why it could not serve
-            raise CassetteError(f"the recording proxy for {plan.url} stopped at once")
-        client = ScriptedClient(s.client)
-        async with http_server(url, client, s.server.headers):
-            await _play(client, run)
+            raise CassetteError(f"the recording proxy for {target} stopped at once")
+        yield url, proxy
     finally:
         stop.set()
         with contextlib.suppress(asyncio.CancelledError):
             await serving
         await proxy.aclose()
-    return proxy.sessions
 
 
 # --- after the run ------------------------------------------------------------------------------
@@ -295,5 +306,5 @@ def _settle(plan: _Plan, run: ScriptRun, replace: bool) -> None:
         run.note = f"; the server exited with code {run.exit_code}"
 
 
-__all__ = ["ScriptRun", "record_scripts"]
+__all__ = ["ScriptRun", "record_scripts", "recording_proxy"]
 
