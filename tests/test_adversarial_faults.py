@@ -171,3 +171,151 @@ def test_bad_adversarial_rule_is_a_one_line_usage_error(honest: Any, rule: str,
     assert r.returncode == 2
     lines = r.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mcprec: ") and part in lines[0], lines
+
+
+# --- replay over HTTP -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def honest_http(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The agent's session with the SDK HTTP peer, recorded through the proxy."""
+    tmp = tmp_path_factory.mktemp("adversarial-http")
+    upstream = start_sdk_http()
+    cas = tmp / "honest-http.db"
+    proxy = start_proxy(upstream.url, cas, session="honest")
+    try:
+        live = run_sync(lambda: run_http_session(proxy.url, agent))
+    finally:
+        proxy.stop()
+    yield SimpleNamespace(cassette=cas, session="honest", live=live, upstream=upstream)
+    upstream.stop()
+
+
+def http_replayed(rec: Any, *rules: str, seed: int = 7) -> Any:
+    args = ["--seed", str(seed)]
+    for r in rules:
+        args += ["--fault", r]
+    proc = start_replay(rec.cassette, rec.session, extra=args)
+    try:
+        return run_sync(lambda: run_http_session(proc.url, agent))
+    finally:
+        proc.stop()
+
+
+def test_http_replay_poison_rug_pull_and_empty(honest_http: Any) -> None:
+    """Over HTTP replay: a poisoned result, a rug pull announced before the next answer (an
+    SSE stream), an empty result."""
+    run = http_replayed(honest_http, "tools/call:echo poison=cross-tool",
+                        "tools/list:add rug-pull", "tools/call:add empty nth=2")
+    assert "mcprec-canary-" in _texts(run.results["echo"])
+    assert [n for n in run.notifications if isinstance(n, dict) and n.get("method") ==
+            "notifications/tools/list_changed"]
+    assert _tool(run.results["list 2"], "add") != _tool(honest_http.live.results["list 2"],
+                                                         "add")
+    assert run.results["add 2"].get("content", []) == []
+    assert run.results["add 1"] == honest_http.live.results["add 1"]
+
+
+def test_http_replay_schema_violation_and_oversize(honest_http: Any) -> None:
+    """Over HTTP replay: add's structured content broken (the SDK refuses it), an echo answer
+    of 1 MB."""
+    run = http_replayed(honest_http, "tools/call:add schema-violation nth=1",
+                        "tools/call:echo oversize=1MB")
+    assert "raised" in run.results["add 1"] or "error" in run.results["add 1"]
+    assert 900_000 < len(_texts(run.results["echo"])) < 1_000_000
+    assert http_replayed(honest_http, "tools/call:echo poison", seed=5).results == \
+        http_replayed(honest_http, "tools/call:echo poison", seed=5).results
+
+
+# --- live traffic through `mcprec record` ------------------------------------------------------
+
+
+def _injected(cassette: Path) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(cassette) as db:
+        return db.execute("SELECT s.name, f.seq, f.rule, f.effect, f.request_id, f.detail, "
+                          "m.raw FROM injected_faults f JOIN sessions s ON s.id = f.session_id "
+                          "JOIN messages m ON m.session_id = f.session_id AND m.seq = f.seq "
+                          "ORDER BY f.seq").fetchall()
+
+
+def test_record_stdio_rewrites_and_marks_the_faults(tmp_path: Path) -> None:
+    """record --fault over stdio: the client gets the poisoned and rug-pulled answers, the
+    cassette records them as received and marks each; the seed repeats."""
+    rules = ["--fault", "tools/call:echo poison", "--fault", "tools/list:add rug-pull",
+             "--seed", "11"]
+    runs = []
+    for i in (1, 2):
+        cas = tmp_path / f"live{i}.db"
+        argv = [*MCPREC, "record", "-c", str(cas), "-s", "live", *rules, "--", *SDK]
+        runs.append((cas, drive(argv, agent)))
+    (cas, run), (_, again) = runs
+    assert run.results == again.results
+    echo = _texts(run.results["echo"])
+    assert echo.startswith("hello\n\n") and "mcprec-canary-" in echo
+    assert "mcprec-canary-" in _tool(run.results["list 2"], "add")["description"]
+    marks = _injected(cas)
+    assert [(m[3], json.loads(m[5])["what"]) for m in marks] == [
+        ("rug-pull", "notification"), ("poison", "answer"), ("rug-pull", "answer")]
+    assert json.loads(marks[0][6])["method"] == "notifications/tools/list_changed"
+    recorded = json.loads(marks[1][6])
+    assert recorded["result"]["content"][0]["text"] == echo
+    from mcprec.cassette import Cassette
+    from mcprec.cassette.injected import injected_faults
+
+    with Cassette.open(cas) as c:
+        listed = injected_faults(c, c.session("live"))
+    assert [(f["seq"], f["effect"], f["detail"]["what"]) for f in listed] == [
+        (m[1], m[3], json.loads(m[5])["what"]) for m in marks]
+
+
+def test_record_stdio_report_and_other_effects(tmp_path: Path) -> None:
+    """record --fault: schema-violation, empty and error on live answers; --report says what
+    the client did after each."""
+    cas, report = tmp_path / "live.db", tmp_path / "report.json"
+    argv = [*MCPREC, "record", "-c", str(cas), "-s", "live", "--report", str(report),
+            "--fault", "tools/call:add schema-violation nth=1", "--fault",
+            "tools/call:echo empty", "--fault", "tools/list error=-32000:busy nth=2",
+            "--", *SDK]
+    run = drive(argv, agent)
+    assert "raised" in run.results["add 1"] or "error" in run.results["add 1"]
+    assert run.results["echo"].get("content", []) == []
+    assert run.results["list 2"] == {"error": -32000, "message": "busy"}
+    assert run.results["add 2"]["structuredContent"] == {"result": 5}
+    injected = json.loads(report.read_text())["faults"]["injected"]
+    assert [(f["effect"], f["client"]["did"]) for f in injected] == [
+        ("schema-violation", "moved on"), ("empty", "listed tools again"),
+        ("error", "moved on")]
+    assert "3 faults injected" in run.stderr
+
+
+def test_record_http_rewrites_and_marks_the_faults(tmp_path: Path) -> None:
+    """record --target --fault: through the proxy, the client gets poison, a rug pull with its
+    notification and an oversize answer; the cassette marks each."""
+    upstream = start_sdk_http()
+    cas = tmp_path / "live-http.db"
+    proxy = start_proxy(upstream.url, cas, session="live", extra=[
+        "--fault", "tools/call:echo poison=exfiltration", "--fault", "tools/list:add rug-pull",
+        "--fault", "tools/call:add oversize=300KB nth=2", "--seed", "3"])
+    try:
+        run = run_sync(lambda: run_http_session(proxy.url, agent))
+    finally:
+        proxy.stop()
+        upstream.stop()
+    assert "mcprec-canary-" in _texts(run.results["echo"])
+    assert [n for n in run.notifications if isinstance(n, dict) and n.get("method") ==
+            "notifications/tools/list_changed"]
+    assert "mcprec-canary-" in _tool(run.results["list 2"], "add")["description"]
+    assert 250_000 < len(_texts(run.results["add 2"])) < 300_000
+    marks = _injected(cas)
+    assert [m[3] for m in marks] == ["rug-pull", "poison", "rug-pull", "oversize"]
+    assert len(marks[3][6]) == 300_000
+
+
+def test_record_refuses_replay_only_effects(tmp_path: Path) -> None:
+    """record --fault with delay or disconnect: exit 2, one line, nothing recorded."""
+    cas = tmp_path / "x.db"
+    r = run_mcprec("record", "-c", str(cas), "--fault", "tools/call delay=1s", "--", *SDK,
+                   input=b"")
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and "delay is for replay" in lines[0], lines

@@ -55,6 +55,10 @@ class LiveFaults:
         if fault is not None:
             self._pending[key] = (fault, obj.get("method"), obj.get("params"))
 
+    def wants(self, key: str) -> bool:
+        """Whether the answer to the request ``key`` (its id text) is to be faulted."""
+        return key in self._pending or key in self._notices
+
     def waiting(self) -> bool:
         """Whether some answer is still to be faulted (else ``server`` has nothing to do)."""
         return bool(self._pending or self._notices)
