@@ -26,7 +26,7 @@ from mcprec.cassette.models import PIECE, STORED_APART, StoredText
 from mcprec.cassette.store import Cassette
 from mcprec.record.recorder import Recorder
 from mcprec.replay import model as model_module
-from mcprec.replay.faults import Faults, parse_rule
+from mcprec.faults.rules import Faults, parse_rule
 from mcprec.replay.http import ReplayApp
 from mcprec.replay.playback import candidates
 from mcprec.transports.http_serve import bind, serve_app, url_of

@@ -144,9 +144,11 @@ class RowSink:
         hold_reserve(conn)
 
     def commit(self, rows: list[tuple[Any, ...]], errs: list[tuple[Any, ...]],
-               meta: dict[str, Any]) -> None:
-        """Insert ``rows`` (messages) and ``errs`` (stderr lines) and update the session's
-        ``meta`` columns in one transaction, retrying while another writer holds the lock."""
+               meta: dict[str, Any], faults: list[tuple[Any, ...]] | None = None) -> None:
+        """Insert ``rows`` (messages) and ``errs`` (stderr lines), update the session's
+        ``meta`` columns and mark ``faults`` (``injected_faults`` rows: session id, seq, rule,
+        effect, request id, detail) in one transaction, retrying while another writer holds
+        the lock."""
         for attempt in range(_LOCK_RETRIES):
             try:
                 with write_transaction(self._conn) as conn:
@@ -159,6 +161,10 @@ class RowSink:
                         conn.executemany(
                             "INSERT INTO stderr (session_id, t_ns, line) VALUES (?, ?, ?)", errs
                         )
+                    if faults:
+                        conn.executemany(
+                            "INSERT OR REPLACE INTO injected_faults (session_id, seq, rule, "
+                            "effect, request_id, detail) VALUES (?, ?, ?, ?, ?, ?)", faults)
                     if meta:
                         cols = ", ".join(f"{k} = ?" for k in meta)
                         conn.execute(f"UPDATE sessions SET {cols} WHERE id = ?",

@@ -186,6 +186,21 @@ CREATE TABLE session_losses (
 );
 """
 
+_INJECTED_FAULTS = """
+-- Faults mcprec record --fault injected into live traffic: each row marks a message the client
+-- received in place of (or, for a rug pull's notification, before) what the server sent.
+CREATE TABLE injected_faults (
+    session_id  INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL,                 -- the message, as the client received it
+    rule        TEXT NOT NULL,                    -- the rule as given
+    effect      TEXT NOT NULL,                    -- poison, rug-pull, error, ...
+    request_id  TEXT,                             -- JSON text of the id of the request
+    detail      TEXT,                             -- JSON: what (answer | notification), the
+                                                  -- size of the server's own answer
+    PRIMARY KEY (session_id, seq)
+);
+"""
+
 MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _INITIAL),
     ("0002_waits_for", _WAITS_FOR),
@@ -196,6 +211,7 @@ MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
     ("0007_replay_plan", _replay_plan),
     ("0008_session_losses", _LOSSES),
     ("0009_client_waits_for", _backfill_client_waits_for),
+    ("0010_injected_faults", _INJECTED_FAULTS),
 ]
 
 WAITS_FOR_VERSION = 2

@@ -6,6 +6,7 @@ This package is the only code in mcprec that knows SQL.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -404,6 +405,8 @@ class Cassette:
         with write_transaction(self._conn) as conn:
             conn.execute("DELETE FROM messages WHERE session_id = ?", (session.id,))
             conn.execute("DELETE FROM stderr WHERE session_id = ?", (session.id,))
+            with contextlib.suppress(sqlite3.OperationalError):  # an older format: no table
+                conn.execute("DELETE FROM injected_faults WHERE session_id = ?", (session.id,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (session.id,))
         self._stored = None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -55,7 +56,17 @@ from ._common import (
               help="With --target: record this fraction of the client sessions (0 < FRACTION "
                    "<= 1, each drawn as it begins); every session is forwarded all the same.")
 @click.option("--seed", type=int,
-              help="With --sample: the same seed draws the same sessions, in order.")
+              help="With --sample or --fault: the same seed draws the same sessions, in "
+                   "order, and the same faults and adversarial texts.")
+@click.option("--fault", "fault_rules", multiple=True, metavar="RULE",
+              help="Rewrite the server's answers before they reach the client, e.g. "
+                   "'tools/call:search poison=injection' (repeatable; see docs/faults.md); "
+                   "the cassette records what the client received, the fault marked.")
+@click.option("--faults", "faults_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Fault rules from a TOML or JSON file (see docs/faults.md).")
+@click.option("--report", type=click.Path(dir_okay=False), metavar="FILE",
+              help="With --fault: write the faults injected, and what the client did after "
+                   "each, as JSON to FILE at the end.")
 @click.option("--rotate-size", "rotate_size", metavar="SIZE",
               help="With --target: rotate the cassette: record into NAME-<UTC time>.db files "
                    "next to -c NAME.db, a new one for the sessions that begin once the current "
@@ -87,6 +98,7 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
            exit_timeout: float, target: str | None, listen: str, upstream_timeout: float,
            allow_host: tuple[str, ...], max_idle: str | None, session_idle: str,
            sample: float | None, seed: int | None,
+           fault_rules: tuple[str, ...], faults_file: str | None, report: str | None,
            rotate_size: str | None, rotate_every: str | None,
            allow_origin: tuple[str, ...],
            max_message_size: str, scripts: tuple[str, ...], replace: bool, otlp: str | None,
@@ -117,14 +129,22 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
     if idle is not None and (target is None or scripts):
         raise click.UsageError("--max-idle goes with --target URL (a stdio recording ends when "
                                "its client closes, a --script one when its steps are done)")
-    if (sample is not None or seed is not None) and (target is None or scripts):
+    faults = _faults(fault_rules, faults_file, seed)
+    if (faults is not None or report is not None) and scripts:
+        raise click.UsageError("--fault, --faults and --report go with a client's recording, "
+                               "not --script")
+    if report is not None and faults is None:
+        raise click.UsageError("--report goes with --fault RULE or --faults FILE")
+    if sample is not None and (target is None or scripts):
+        raise click.UsageError("--sample and --seed go with --target URL")
+    if seed is not None and faults is None and (target is None or scripts):
         raise click.UsageError("--sample and --seed go with --target URL")
     if (rotate_size is not None or rotate_every is not None) and (target is None or scripts):
         raise click.UsageError("--rotate-size and --rotate-every go with --target URL")
     size_bound = _size(rotate_size, "--rotate-size") if rotate_size is not None else None
     time_bound = _duration(rotate_every, "--rotate-every") if rotate_every is not None else None
-    if seed is not None and sample is None:
-        raise click.UsageError("--seed goes with --sample FRACTION")
+    if seed is not None and sample is None and faults is None:
+        raise click.UsageError("--seed goes with --sample FRACTION or --fault RULE")
     if sample is not None and not 0 < sample <= 1:
         raise click.BadParameter(f"a fraction in (0, 1] is needed, got {sample:g}",
                                  param_hint="--sample")
@@ -139,13 +159,15 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
             raise click.UsageError("give either --target URL or a server COMMAND, not both")
         from ..record.api import record_http
 
-        sys.exit(record_http(target, listen=listen, cassette=cassette, session=session,
+        code = (record_http(target, listen=listen, cassette=cassette, session=session,
                              tags=_parse_tags(tags), timeout=upstream_timeout,
                              redact=_redactor(redact_paths, redact_keys, redact_patterns),
                              allowed_hosts=allow_host, allowed_origins=allow_origin,
                              max_idle=idle, session_idle=_session_idle(session_idle),
                              sample=sample, seed=seed, rotate_size=size_bound,
-                             rotate_every=time_bound))
+                             rotate_every=time_bound, faults=faults))
+        _faults_done(faults, report)
+        sys.exit(code)
     if not command:
         raise click.UsageError("missing the server command: mcprec record [OPTIONS] -- COMMAND...")
     from ..record.api import record_stdio
@@ -153,12 +175,44 @@ def record(cassette: str | None, session: str | None, tags: tuple[str, ...], dur
     code = record_stdio(list(command), cassette=cassette, session=session,
                         tags=_parse_tags(tags), durable=durable, exit_timeout=exit_timeout,
                         redact=_redactor(redact_paths, redact_keys, redact_patterns),
-                        max_message_size=_size(max_message_size, "--max-message-size"))
+                        max_message_size=_size(max_message_size, "--max-message-size"),
+                        faults=faults)
+    _faults_done(faults, report)
     # everything is committed and our ends are closed: skip the interpreter's slow teardown,
     # hosts wait for this exit
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _faults(rules: tuple[str, ...], path: str | None, seed: int | None) -> Any:
+    """The rules of ``--fault`` and ``--faults`` (None when none): ``replay.faults`` in the
+    config file are for replay only."""
+    if not rules and path is None:
+        return None
+    from ..faults.rules import Faults, load_file, parse_rule
+
+    found = [parse_rule(r) for r in rules]
+    if path is not None:
+        found += load_file(path)
+    return Faults(found, seed) if found else None
+
+
+def _faults_done(faults: Any, report: str | None) -> None:
+    """The one-line summary of the faults injected, and the report (``--report``)."""
+    if faults is None:
+        return
+    from ..faults.rules import summary
+
+    click.echo(f"mcprec: {summary(faults)}", err=True)
+    if report is not None:
+        import json
+
+        try:
+            Path(report).write_text(json.dumps({"faults": faults.report()}, indent=2,
+                                               ensure_ascii=False), encoding="utf-8")
+        except OSError as e:
+            click.echo(f"mcprec: cannot write --report {report}: {e.strerror}", err=True)
 
 
 def _record_scripts(scripts: tuple[str, ...], cassette: str | None, session: str | None,

@@ -154,7 +154,7 @@ def replay(cassette: str | None, cassette_opt: str | None, session: str | None, 
 
 def _faults(rules: tuple[str, ...], path: str | None, seed: int | None) -> Any:
     """The command line's fault rules, then the file's, then the config's; None when none."""
-    from ..replay.faults import Faults, from_config, load_file, parse_rule
+    from ..faults.rules import Faults, from_config, load_file, parse_rule
 
     found = [parse_rule(r) for r in rules]
     if path is not None:

@@ -53,8 +53,14 @@ def record_stdio(
     exit_timeout: float = 5.0,
     redact: Redactor | None = None,
     max_message_size: int | None = None,
+    faults: Any = None,
 ) -> int:
     """Run ``argv`` as a stdio MCP server behind a recording tap on this process's stdin/stdout.
+
+    ``faults`` (a ``faults.rules.Faults``): the server's answers are rewritten by its rules
+    before they reach the client, recorded as the client received them and marked in the
+    cassette's ``injected_faults``; ``faults.report()`` then tells what was injected and what
+    the client did after each fault.
 
     Returns the server's exit code as soon as the server has exited and the session is marked
     as ended; the recorder process commits what remains on its own, and whatever opens the
@@ -64,6 +70,7 @@ def record_stdio(
     path = Path(cassette) if cassette is not None else default_cassette(argv)
     name = session or os.environ.get(SESSION_ENV) or default_session_name(argv)
     redactor = redact if redact is not None else default_redactor()
+    live = _live_faults(faults)
     writer = open_recording(path, name, transport="stdio", target=list(argv), tags=tags,
                             redact=redactor, max_message_size=max_message_size)
     tap = StdioTap(
@@ -73,6 +80,7 @@ def record_stdio(
         cwd=cwd,
         exit_timeout=exit_timeout,
         before_forward=(lambda: None if writer.sync() else None) if durable else None,
+        faults=live,
     )
     code: int | None = None
     status = "incomplete"
@@ -92,6 +100,15 @@ def record_stdio(
     if writer.lost:  # said on stderr by the recorder, with the cause and the count
         return EXIT_LOST
     return code if code is not None else 1
+
+
+def _live_faults(faults: Any) -> Any:
+    """The rules applied to live traffic, or None (then no fault code is even imported)."""
+    if not faults:
+        return None
+    from ..faults.live import LiveFaults
+
+    return LiveFaults(faults)
 
 
 def open_recording(
@@ -127,6 +144,7 @@ def record_http(
     seed: int | None = None,
     rotate_size: int | None = None,
     rotate_every: float | None = None,
+    faults: Any = None,
 ) -> int:
     """Run a recording reverse proxy in front of the MCP endpoint at ``target`` until SIGINT or
     SIGTERM, or until ``max_idle`` seconds pass with no request in flight and no traffic (an
@@ -141,7 +159,8 @@ def record_http(
     ``sample``: record that fraction of the sessions (drawn with ``seed``), forward all.
     ``rotate_size`` (bytes) and ``rotate_every`` (seconds): rotate the cassette, recording into
     ``NAME-<UTC time>.db`` files next to ``cassette``, a new one for the sessions that begin
-    once the current one has passed a bound (``record.http_sessions.ProxyRecordings``)."""
+    once the current one has passed a bound (``record.http_sessions.ProxyRecordings``).
+    ``faults``: as for ``record_stdio``, applied to every session through the proxy."""
     from ..transports.http_proxy import RecordingProxy
     from .http_sessions import ProxyRecordings
     from ..transports.http_serve import Trust, bind, parse_listen, run_app, url_of
@@ -161,7 +180,7 @@ def record_http(
                            redact=redact if redact is not None else default_redactor(),
                            trust=Trust(host, allowed_hosts, allowed_origins),
                            session_idle=session_idle, sample=sample, seed=seed,
-                           recordings=recordings)
+                           recordings=recordings, faults=_live_faults(faults))
     sock = bind(host, port)
     url = url_of(sock, proxy.path)
     proxy.listen_origin = url[: url.index("/", len("http://"))]

@@ -495,8 +495,10 @@ def _main(path: str) -> int:
             elif tag == _MSG:
                 _, sid, d, t, raw, more, _n = ev
                 extra = orjson.loads(more) if more else {}
-                recorder(sid).add(_DIRS[d], t, raw, extra.get("http"),
-                                  extra.get("context", AUTO))
+                rec = recorder(sid)
+                rec.add(_DIRS[d], t, raw, extra.get("http"), extra.get("context", AUTO))
+                if "fault" in extra:  # record --fault: what the client got instead
+                    rec.fault(extra["fault"])
             elif tag == _SYNC:
                 acks += 1
             elif tag == _CLOSE:

@@ -254,7 +254,8 @@ class Unsampled:
         pass
 
     def message(self, direction: str, raw: bytes, t_ns: int | None = None,
-                http: dict[str, Any] | None = None, context: str | None = None) -> None:
+                http: dict[str, Any] | None = None, context: str | None = None,
+                fault: dict[str, Any] | None = None) -> None:
         pass
 
     def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:

@@ -344,11 +344,14 @@ class ProcessSessionWriter:
         self.recorder.send(STDERR, self.session.id, t_ns, data)
 
     def message(self, direction: str, raw: bytes, t_ns: int | None = None,
-                http: dict[str, Any] | None = None, context: str | None = AUTO) -> None:
+                http: dict[str, Any] | None = None, context: str | None = AUTO,
+                fault: dict[str, Any] | None = None) -> None:
         if self._closed:  # ended (an HTTP session's DELETE): the recorder has let it go
             return
         extra = orjson.dumps({"http": http, "context": context}) \
             if http is not None or context != AUTO else b""
+        if fault is not None:
+            extra = orjson.dumps({"http": http, "context": context, "fault": fault})
         self.recorder.send_pieces(MESSAGE, self.session.id, self.now() if t_ns is None else t_ns,
                                   (struct.pack("<I", len(raw)), raw, extra), _DIR_CODE[direction])
 

@@ -104,6 +104,7 @@ class Recorder:
         self._added_bytes = 0
         self._rows: list[tuple[Any, ...]] = []
         self._errs: list[tuple[Any, ...]] = []
+        self._faults: list[tuple[Any, ...]] = []  # injected_faults rows (record --fault)
         # (direction of the request, id text) -> (seq, method) of requests awaiting an answer
         self._pending: dict[tuple[str, str], tuple[int, str]] = {}
         # per direction: seqs of requests awaiting an answer, oldest first (dicts keep order),
@@ -137,6 +138,15 @@ class Recorder:
         self._bytes += len(raw)
         self._added_bytes += len(raw)
         self._added.append((direction, t_ns, raw, http, context))
+
+    def fault(self, mark: dict[str, Any]) -> None:
+        """Mark the message added last as one a fault made (``mcprec record --fault``)."""
+        import orjson
+
+        detail = {k: v for k, v in mark.items() if k not in ("rule", "effect", "request_id")}
+        self._faults.append((self.session.id, self._seq + len(self._added) - 1,
+                             str(mark.get("rule")), str(mark.get("effect")),
+                             mark.get("request_id"), orjson.dumps(detail).decode()))
 
     @property
     def unprepared(self) -> tuple[int, int]:
@@ -191,9 +201,13 @@ class Recorder:
         if not rows and not errs and not self._meta:
             return
         meta, self._meta = self._meta, {}
+        faults, self._faults = self._faults, []
         self._bytes = 0
         try:
-            self._sink.commit(rows, errs, meta)
+            if faults:
+                self._sink.commit(rows, errs, meta, faults)
+            else:
+                self._sink.commit(rows, errs, meta)
         except CassetteWriteError as e:
             self.lost += len(rows)
             self._fail(e)

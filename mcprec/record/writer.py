@@ -75,10 +75,11 @@ class SessionWriter:
     def message(
         self, direction: str, raw: bytes, t_ns: int | None = None,
         http: dict[str, Any] | None = None, context: str | None = AUTO,
+        fault: dict[str, Any] | None = None,
     ) -> None:
         self._queue.put(
             (_MESSAGE, direction, time.monotonic_ns() - self.start_ns if t_ns is None else t_ns,
-             raw, http, context)
+             raw, http, context, fault)
         )
 
     def stderr_line(self, line: bytes, t_ns: int | None = None) -> None:
@@ -137,6 +138,8 @@ class SessionWriter:
                 tag = item[0]
                 if tag == _MESSAGE:
                     rec.add(item[1], item[2], item[3], item[4], item[5])
+                    if item[6] is not None:
+                        rec.fault(item[6])
                     size += len(item[3])
                 elif tag == _STDERR:
                     rec.add_stderr(item[1], item[2])

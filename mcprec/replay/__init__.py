@@ -158,7 +158,7 @@ def _replay_stdio(path: Path, session: str | None, mode: Mode, server: Sequence[
     finally:
         c.close()
     if faults:
-        from .faults import summary
+        from ..faults.rules import summary
 
         _log.info("replay", summary(faults))
     if engine.exit_code is not None:
@@ -190,7 +190,7 @@ def _check_set(cassette: str | os.PathLike[str], mode: Mode) -> None:
 def _check_faults(c: Cassette, sessions: list[Any], faults: Any) -> None:
     """Warn, before serving, of fault rules that select no recorded request."""
     from .. import wire
-    from .faults import check_against
+    from ..faults.rules import check_against
 
     recorded = ((m.method or "", m.json) for s in sessions
                 for m in c.messages(s, kinds=(wire.REQUEST,))
@@ -370,7 +370,7 @@ def replay_http(
     finally:
         c.close()
     if faults:
-        from .faults import summary
+        from ..faults.rules import summary
 
         _log.info("replay", summary(faults))
     if app.failure is not None:  # said on stderr when it happened

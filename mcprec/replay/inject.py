@@ -5,13 +5,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import wire
-from .faults import DISCONNECT_EXIT
+from ..faults.rules import DISCONNECT_EXIT
 from .model import error_response, with_id
 
 if TYPE_CHECKING:
     from ..cassette import Message
-    from .faults import Fault
+    from ..faults.rules import Fault
     from .playback import Playback
+
+
+def announce(pb: Playback, key: str) -> None:
+    """A rug pull announces itself before the answer to ``key``."""
+    from ..faults.adversary import list_changed
+
+    pb.send(list_changed(), key)
 
 
 def inject(pb: Playback, fault: Fault, obj: dict[str, Any], key: str) -> None:
@@ -45,11 +52,23 @@ def disconnect(pb: Playback, key: str, cut: bool = True) -> None:
 
 
 def faulty_answer(pb: Playback, fault: Fault, m: Message, rid: Any,
-                  related: str | None) -> None:
-    """Send the recorded answer ``m`` as the fault makes it (malformed; or whole, then the
-    server goes away)."""
+                  related: str | None, request: Message | None = None) -> None:
+    """Send the recorded answer ``m`` (to the recorded ``request``) as the fault makes it
+    (rewritten by an adversarial effect; malformed; or whole, then the server goes away)."""
     data = with_id(m, rid)
-    if fault.effect == "malformed":
+    if fault.rewrites_answer:
+        from ..faults.adversary import rewrite
+
+        assert pb.faults is not None
+        req = request.json if request is not None else None
+        answer = wire.loads(bytes(data))
+        if isinstance(answer, dict):
+            changed = rewrite(fault, pb.faults.seed,
+                              req.get("method") if isinstance(req, dict) else None,
+                              req.get("params") if isinstance(req, dict) else None, answer)
+            if changed is not None:
+                data = wire.dumps(changed)
+    elif fault.effect == "malformed":
         data = bytes(data)
         if fault.arg == "truncate":
             data = data[: max(1, len(data) // 2)]

@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .faults import Fault
+    from ..faults.rules import Fault
 
 from .. import wire
 from .._plain import Plain

@@ -29,7 +29,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .faults import Fault, Faults  # faults are imported only by a replay given some
+    from ..faults.rules import Fault, Faults  # faults are imported only by a replay given some
 
 from .. import _log, wire
 from ..cassette import Cassette, Message, Session
@@ -307,7 +307,13 @@ class Playback(Ending):
         self.stats.requests += 1
         rid = obj.get("id")
         key = wire.id_text(rid)
-        fault = self.faults.pick(obj) if self.faults is not None else None
+        fault = None
+        if self.faults is not None:
+            fault = self.faults.pick(obj)
+            if self.faults.announce is not None:
+                from .inject import announce
+
+                announce(self, key)
         if fault is not None and fault.replaces:
             with contextlib.suppress(Exception):  # the playback position moves on as it would
                 self.choice.match(match_obj, has_meta=has_meta)

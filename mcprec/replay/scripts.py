@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
     from ..cassette import Cassette, Session
     from .choose import SessionChoice
-    from .faults import Faults
+    from ..faults.rules import Faults
     from .model import ReplayStats
     from .refs import References
 
@@ -234,7 +234,7 @@ class Scripts:
                 from .playback import Playback
 
                 assert isinstance(self, Playback)
-                faulty_answer(self, run.fault, m, rid, related)
+                faulty_answer(self, run.fault, m, rid, related, run.play.request)
                 return
             if run.version is not None and run.play is not None and (
                     m.reply_to == run.play.request.seq):

@@ -109,6 +109,7 @@ class RecordingProxy:
         sample: float | None = None,
         seed: int | None = None,
         recordings: Callable[..., Any],
+        faults: Any = None,
     ) -> None:
         """``session_idle``: a session (by ``Mcp-Session-Id``) without a request in flight for
         this many seconds is ended in the cassette (None: only DELETE or the end of the proxy
@@ -116,7 +117,10 @@ class RecordingProxy:
         ``recordings(cassette, target, session=, tags=, redact=, on_pressure=, sample=, seed=)``
         opens the cassette sessions the proxy reports to
         (``mcprec.record.http_sessions.ProxyRecordings``): the proxy relays, the recording side
-        writes."""
+        writes. ``faults``: a ``faults.live.LiveFaults`` (``mcprec record --fault``): the
+        answers its rules pick are rewritten before they reach the client, and recorded as
+        the client received them; every other exchange is relayed as it is."""
+        self._faults = faults
         self.upstream = UpstreamTarget(target)
         self.target = self.upstream.url
         """The target as shown and stored: credentials in it replaced."""
@@ -273,6 +277,8 @@ class RecordingProxy:
             if first_request_id is None and isinstance(obj, dict) and "method" in obj \
                     and "id" in obj:
                 first_request_id = wire.id_text(obj["id"])
+            if self._faults is not None:
+                self._faults.client(raw)
         headers = self._upstream_headers(req_headers, body)
         try:
             resp = await self._http().send(method, target_path, headers, body)
@@ -344,6 +350,11 @@ class RecordingProxy:
             "stream": "get" if method == "GET" else method.lower(),
             "headers": self._redacted_headers(resp_headers),
         }
+        if self._faults is not None and method == "POST" and rid is not None and \
+                self._faults.wants(rid):
+            await self._relay_faulted(receive, send, resp, resp_headers, writer, meta, is_sse,
+                                      rid)
+            return
         if method == "DELETE":
             await self._send_whole(send, resp, resp_headers)
             self._router.deleted(sid, resp.status_code)
@@ -422,6 +433,68 @@ class RecordingProxy:
                 watcher.cancel()
         if not gone.is_set() and not ended:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _relay_faulted(self, receive: Any, send: Any, resp: UpstreamResponse,
+                             headers: list[tuple[bytes, bytes]],
+                             writer: SessionRecording | None, meta: dict[str, Any],
+                             is_sse: bool, rid: str) -> None:
+        """An answer the fault rules rewrite (``record --fault``): read as events (SSE) or
+        whole (JSON), each server message passed through the rules, what the client gets sent
+        as events (or as JSON when it is one message in place of one) and recorded so, the
+        fault marked. A dropped answer leaves the client's call waiting until it goes away."""
+        faults = self._faults
+        if not is_sse:
+            body = _decoded(await resp.aread(), resp.headers.get("content-encoding"))
+            out = faults.server(body) if body else None
+            if out is None or len(out) == 1:
+                data, mark = (body, None) if out is None else out[0]
+                plain = [(k, v) for k, v in headers if k.lower() != b"content-encoding"]
+                await send({"type": "http.response.start", "status": resp.status_code,
+                            "headers": [*plain, (b"content-length", str(len(data)).encode())]})
+                await send({"type": "http.response.body", "body": data})
+                if writer is not None and data:
+                    writer.message(SERVER_TO_CLIENT, data, http=meta, context=rid, fault=mark)
+                return
+            events = out
+            chunks = None
+        else:
+            events = []
+            chunks = resp.aiter_raw(idle_timeout=False)
+        sse_headers = [(k, v) for k, v in headers if k.lower() not in (
+            b"content-type", b"content-encoding")]
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            *sse_headers, (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache")]})
+        m: dict[str, Any] = {**meta, "content_type": "sse"}
+        parser = SSEParser()
+        answered = False
+
+        async def relay(data: bytes, mark: Any, event_id: str | None = None) -> None:
+            nonlocal m, answered
+            await send({"type": "http.response.body", "body": format_event(data, id=event_id),
+                        "more_body": True})
+            if writer is not None:
+                writer.message(SERVER_TO_CLIENT, data, http=m, context=rid, fault=mark)
+            m = {"exchange": meta["exchange"]}
+            answered = answered or _answers(data, rid) or (
+                mark is not None and mark.get("what") == "answer")
+
+        for data, mark in events:
+            await relay(data, mark)
+        if chunks is not None:
+            with contextlib.suppress(UpstreamError):
+                async for chunk in chunks:
+                    for ev in parser.feed(chunk):
+                        if not ev.data:
+                            continue
+                        out = faults.server(ev.data)
+                        for data, mark in (out if out is not None else [(ev.data, None)]):
+                            await relay(data, mark, ev.id if out is None else None)
+        if not answered:  # dropped: the client's call waits, as for a server that never answers
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            return
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _stream_failed(self, send: Any, writer: SessionRecording | None, exchange: int,
                              e: UpstreamError, rid: str | None, what: str) -> None:

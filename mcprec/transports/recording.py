@@ -42,10 +42,12 @@ class SessionRecording(Protocol):
     # a message transport: whole messages
 
     def message(self, direction: str, raw: bytes, t_ns: int | None = None,
-                http: dict[str, Any] | None = None, context: str | None = ...) -> None:
+                http: dict[str, Any] | None = None, context: str | None = ...,
+                fault: dict[str, Any] | None = None) -> None:
         """One message as it was on the wire. ``http``: how it travelled (exchange, status,
         headers, SSE event id...). ``context``: the id text of the request it belongs to, None
-        for none; left out, the recorder infers it (``record.recorder.AUTO``)."""
+        for none; left out, the recorder infers it (``record.recorder.AUTO``). ``fault``: a
+        fault made it (``mcprec record --fault``): the mark kept in ``injected_faults``."""
         ...
 
     def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:
@@ -74,7 +76,8 @@ class NullRecording:
         pass
 
     def message(self, direction: str, raw: bytes, t_ns: int | None = None,
-                http: dict[str, Any] | None = None, context: str | None = None) -> None:
+                http: dict[str, Any] | None = None, context: str | None = None,
+                fault: dict[str, Any] | None = None) -> None:
         pass
 
     def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:

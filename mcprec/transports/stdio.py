@@ -402,7 +402,11 @@ class StdioTap:
         stdout_fd: int = 1,
         stderr_fd: int = 2,
         before_forward: Callable[[], None] | None = None,
+        faults: Any = None,
     ) -> None:
+        """``faults``: a ``faults.live.LiveFaults`` (``mcprec record --fault``): the server's
+        messages are rewritten by its rules before they reach the client, and recorded as
+        the client received them. Without it, bytes are relayed as read, unchanged."""
         if not argv:
             raise ServerStartError("no server command given; put it after `--`", exit_code=2)
         self.argv = list(argv)
@@ -419,6 +423,9 @@ class StdioTap:
         self._signals: list[int] = []
         self._exit_handle: asyncio.TimerHandle | None = None
         self._holds: set[str] = set()  # why reading stops now (see ``_hold``)
+        self._faults = faults
+        self._from_client = b""  # with faults: the client's unfinished line
+        self._from_server = b""  # with faults: the server's unfinished line
 
     # -- hot path: server -> client
     def _server_data(self, data: bytes) -> None:
@@ -445,6 +452,63 @@ class StdioTap:
         if stdin is not None and not stdin.is_closing():
             stdin.write(data)
         self._chunk(CLIENT_TO_SERVER, data, t)
+
+    # -- with faults (record --fault): whole lines, the server's rewritten by the rules
+    def _client_data_faulted(self, data: bytes) -> None:
+        self._client_data(data)  # forwarded and recorded as read
+        buf = self._from_client + data
+        end = buf.rfind(b"\n")
+        self._from_client = buf[end + 1:]
+        if end >= 0:
+            for line in buf[:end].split(b"\n"):
+                if line.strip():
+                    self._faults.client(line.rstrip(b"\r"))
+
+    def _server_data_faulted(self, data: bytes) -> None:
+        buf = self._from_server + data
+        end = buf.rfind(b"\n")
+        self._from_server = buf[end + 1:]
+        if end < 0:
+            return
+        self._sent_any = True
+        lines = buf[:end + 1]
+        if not self._faults.waiting():  # nothing to fault: the whole lines as they are
+            self._relay_server(lines)
+            return
+        plain = bytearray()
+        for line in lines.splitlines(keepends=True):
+            out = self._faults.server(line.rstrip(b"\r\n")) if line.strip() else None
+            if out is None:
+                plain += line
+                continue
+            if plain:
+                self._relay_server(bytes(plain))
+                plain.clear()
+            for raw, mark in out:
+                t = time.monotonic_ns() - self._start
+                self.recording.message(SERVER_TO_CLIENT, raw, t, fault=mark)
+                if self._before_forward is not None:
+                    self._before_forward()
+                self.client.writer.write(raw + b"\n")
+        if plain:
+            self._relay_server(bytes(plain))
+
+    def _relay_server(self, data: bytes) -> None:
+        t = time.monotonic_ns() - self._start
+        if self._before_forward is not None:
+            self._chunk(SERVER_TO_CLIENT, data, t)
+            self._before_forward()
+            self.client.writer.write(data)
+        else:
+            self.client.writer.write(data)
+            self._chunk(SERVER_TO_CLIENT, data, t)
+
+    def _server_stdout_closed_faulted(self) -> None:
+        if self._from_server:  # a last line without its newline: as it came
+            rest, self._from_server = self._from_server, b""
+            self._sent_any = True
+            self._relay_server(rest)
+        self._server_stdout_closed()
 
     def _server_stderr(self, data: bytes) -> None:
         self._errout.write(data)
@@ -554,9 +618,12 @@ class StdioTap:
         await self.client.open_writer(self._pause_server, self._resume_server,
                                       self._client_lost, stdout_fd)
         try:
+            faulted = self._faults is not None
             transport = await PipedChild.start(
-                self.argv, env=self.env, cwd=self.cwd, on_stdout=self._server_data,
-                on_stdout_end=self._server_stdout_closed, on_stderr=self._server_stderr,
+                self.argv, env=self.env, cwd=self.cwd,
+                on_stdout=self._server_data_faulted if faulted else self._server_data,
+                on_stdout_end=self._server_stdout_closed_faulted if faulted else
+                self._server_stdout_closed, on_stderr=self._server_stderr,
                 on_exit=self._server_exited,
                 # the server's stdin is full: stop reading the client
                 pause=lambda: self._hold("server_full", True),
@@ -582,7 +649,9 @@ class StdioTap:
                 loop.add_signal_handler(sig, self._on_signal, sig)
                 installed.append(sig)
         try:
-            await self.client.open_reader(self._client_data, self._client_eof, stdin_fd)
+            await self.client.open_reader(
+                self._client_data if self._faults is None else self._client_data_faulted,
+                self._client_eof, stdin_fd)
             await self._exited.wait()
             # the server is gone; collect what it wrote before dying (bounded: a grandchild
             # may hold its stdout open)

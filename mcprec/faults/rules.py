@@ -7,7 +7,10 @@ A rule is ``SELECTOR EFFECT [WHEN...]``, e.g. ``tools/call:search error=-32000:b
   ``params.uri``).
 - EFFECT: ``delay=DURATION`` (``250ms``, ``2s``, ``100ms..2s`` drawn uniformly),
   ``error=CODE[:MESSAGE]``, ``tool-error[=TEXT]``, ``drop``, ``disconnect[=before|after]``,
-  ``malformed[=truncate|not-json|wrong-id]``, ``http=STATUS`` (``--http`` only).
+  ``malformed[=truncate|not-json|wrong-id]``, ``http=STATUS`` (``--http`` only); and the
+  adversarial rewrites of an answer (``adversary.py``): ``poison[=injection|exfiltration|
+  cross-tool]``, ``rug-pull[=description|schema]`` (``tools/list``, ``after=N``),
+  ``schema-violation[=output|protocol]``, ``oversize[=SIZE]``, ``empty[=content|result]``.
 - WHEN: ``nth=N`` (only the Nth request the selector picks, from 1), ``after=N`` (from the
   N+1th on), ``p=FLOAT`` (each with that probability; ``--seed`` repeats a run).
 
@@ -27,10 +30,24 @@ from typing import Any
 
 from ..errors import UsageError
 
-EFFECTS = ("delay", "error", "tool-error", "drop", "disconnect", "malformed", "http")
+EFFECTS = ("delay", "error", "tool-error", "drop", "disconnect", "malformed", "http", "poison",
+           "rug-pull", "schema-violation", "oversize", "empty")
 REPLACING = frozenset({"error", "tool-error", "drop", "http"})
 """Effects that answer in place of the recording: the recorded answer is not needed."""
+REWRITING = frozenset({"poison", "rug-pull", "schema-violation", "oversize", "empty"})
+"""Effects that rewrite the answer (recorded, or the live server's): ``adversary.py``."""
+LIVE = frozenset({"error", "tool-error", "drop", "malformed", *REWRITING})
+"""Effects ``mcprec record --fault`` applies to a live server's answers."""
 MALFORMED = ("truncate", "not-json", "wrong-id")
+POISON = ("injection", "exfiltration", "cross-tool")
+POISONABLE = ("tools/call", "tools/list", "resources/read", "prompts/get")
+RUG_PULL = ("description", "schema")
+VIOLATION = ("output", "protocol")
+EMPTY = ("content", "result")
+DEFAULT_OVERSIZE = 1024 * 1024
+_SIZE = re.compile(r"^(\d+)(b|k|kb|kib|m|mb|mib)?$", re.I)
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1 << 20, "mb": 10 ** 6,
+               "mib": 1 << 20}
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
          "resources/subscribe": "uri", "resources/unsubscribe": "uri"}
 DISCONNECT_EXIT = 1
@@ -44,7 +61,7 @@ class Fault:
     """One rule, parsed, with its counts."""
 
     __slots__ = ("text", "method", "name", "effect", "arg", "nth", "after", "p", "seen",
-                 "fired")
+                 "fired", "rewrites", "armed", "pulled")
 
     def __init__(self, text: str, method: str | None, name: str | None, effect: str,
                  arg: Any = None, nth: int | None = None, after: int | None = None,
@@ -59,11 +76,14 @@ class Fault:
         self.p = p
         self.seen = 0  # requests the selector picked
         self.fired = 0
+        self.rewrites = 0  # answers rewritten (each draws its text from the seed and this)
+        self.armed = False  # rug-pull: the Nth list went out; the pull is announced next
+        self.pulled = False  # rug-pull: announced; every list from now on is changed
 
     def selects(self, method: str, obj: dict[str, Any]) -> bool:
         if self.method is not None and self.method != method:
             return False
-        if self.name is None:
+        if self.name is None or method == "tools/list":  # tools/list:NAME names the tool changed
             return True
         params = obj.get("params")
         field = NAMED.get(method, "name")
@@ -73,6 +93,11 @@ class Fault:
     def replaces(self) -> bool:
         """Whether it answers in place of the recording (no recorded answer needed)."""
         return self.effect in REPLACING or self.effect == "disconnect" and self.arg == "before"
+
+    @property
+    def rewrites_answer(self) -> bool:
+        """Whether it rewrites the answer (``adversary.rewrite``)."""
+        return self.effect in REWRITING
 
     def delay_s(self, rng: random.Random) -> float:
         lo, hi = self.arg
@@ -90,6 +115,11 @@ class Faults:
         self.seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
         self.rng = random.Random(self.seed)
         self.injected: list[dict[str, Any]] = []
+        self.announce: Fault | None = None
+        """After ``pick``: the rug-pull whose ``notifications/tools/list_changed`` goes out
+        before this request's answer (the first request after the Nth list)."""
+        self.live = False
+        """Applied to a live server (``mcprec record``): only ``LIVE`` effects."""
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -99,11 +129,23 @@ class Faults:
         method = obj.get("method")
         if not isinstance(method, str):
             return None
+        if self.injected:  # what the client does after a fault (``follow.py``)
+            from .follow import observe
+
+            observe(self.injected, obj)
+        self.announce = None
+        for rule in self.rules:
+            if rule.armed:  # the Nth list went out before this request: the pull is announced
+                rule.armed, rule.pulled = False, True
+                self.announce = rule
+                self.injected.append(_entry(obj, method, rule, announce=True))
         chosen = None
         for rule in self.rules:
             if not rule.selects(method, obj):
                 continue
             rule.seen += 1
+            if rule.effect == "rug-pull" and rule.after is not None and rule.seen == rule.after:
+                rule.armed = True
             if chosen is not None:
                 continue
             if rule.nth is not None and rule.seen != rule.nth:
@@ -115,18 +157,34 @@ class Faults:
             chosen = rule
         if chosen is not None:
             chosen.fired += 1
-            params = obj.get("params")
-            name = params.get(NAMED.get(method, "name")) if isinstance(params, dict) else None
-            self.injected.append({"id": obj.get("id"), "method": method, "name": name,
-                                  "rule": chosen.text})
+            self.injected.append(_entry(obj, method, chosen))
         return chosen
 
     def unfired(self) -> list[Fault]:
         return [r for r in self.rules if r.fired == 0]
 
     def report(self) -> dict[str, Any]:
-        return {"seed": self.seed, "injected": self.injected,
+        from .follow import outcome
+
+        return {"seed": self.seed,
+                "injected": [{k: v for k, v in e.items() if not k.startswith("_")}
+                             | ({"client": outcome(e)} if "_next" in e else {})
+                             for e in self.injected],
                 "unfired": [r.text for r in self.unfired()]}
+
+
+def _entry(obj: dict[str, Any], method: str, rule: Fault, announce: bool = False
+           ) -> dict[str, Any]:
+    """An injected fault, for the report (the keys with ``_`` are for ``follow.py``)."""
+    params = obj.get("params")
+    name = params.get(NAMED.get(method, "name")) if isinstance(params, dict) else None
+    entry: dict[str, Any] = {"id": obj.get("id"), "method": method, "name": name,
+                             "rule": rule.text, "effect": rule.effect}
+    if announce:
+        entry["notification"] = "notifications/tools/list_changed"
+    entry["_request"] = (method, params)
+    entry["_next"] = []
+    return entry
 
 
 def parse_rule(text: str) -> Fault:
@@ -158,7 +216,8 @@ def parse_rule(text: str) -> Fault:
         except ValueError:
             raise UsageError(f"fault {text!r}: {w!r} is not a condition; use nth=N (from 1), "
                              "after=N or p=PROBABILITY (0 to 1)") from None
-    return Fault(text, method, name, effect, arg, nth, after, p)
+    fault = Fault(text, method, name, effect, arg, nth, after, p)
+    return _adversarial(text, fault) if effect in REWRITING else fault
 
 
 def _selector(text: str, selector: str) -> tuple[str | None, str | None]:
@@ -209,6 +268,18 @@ def _effect(text: str, effect_text: str) -> tuple[str, Any]:
         if value not in ("", *MALFORMED):
             raise UsageError(f"{bad}: use malformed=truncate, not-json or wrong-id")
         return effect, value or "truncate"
+    if effect in _CHOICES:
+        choices = _CHOICES[effect]
+        if value not in ("", *choices):
+            raise UsageError(f"{bad}: use {effect} or {effect}=" + "|".join(choices))
+        return effect, value or choices[0]
+    if effect == "oversize":
+        if not value:
+            return effect, DEFAULT_OVERSIZE
+        m = _SIZE.match(value)
+        if m is None or int(m.group(1)) < 1:
+            raise UsageError(f"{bad}: give a size in bytes, e.g. oversize=5M or oversize=200KB")
+        return effect, int(m.group(1)) * _SIZE_UNITS[(m.group(2) or "").lower()]
     try:
         status = int(value)
         if not 100 <= status <= 599:
@@ -216,6 +287,27 @@ def _effect(text: str, effect_text: str) -> tuple[str, Any]:
     except ValueError:
         raise UsageError(f"{bad}: give an HTTP status, e.g. http=503") from None
     return effect, status
+
+
+_CHOICES = {"poison": POISON, "rug-pull": RUG_PULL, "schema-violation": VIOLATION,
+            "empty": EMPTY}
+
+
+def _adversarial(text: str, fault: Fault) -> Fault:
+    """Check what an adversarial effect can select, and give a rug-pull its default after=1."""
+    if fault.effect == "poison" and fault.method not in (None, *POISONABLE):
+        raise UsageError(f"fault {text!r}: poison goes into the answer of "
+                         f"{', '.join(POISONABLE)} (or '*'), not {fault.method}")
+    if fault.effect == "rug-pull":
+        if fault.method != "tools/list":
+            raise UsageError(f"fault {text!r}: rug-pull selects tools/list or tools/list:NAME "
+                             "(the tool that changes)")
+        if fault.nth is not None or fault.p is not None or fault.after == 0:
+            raise UsageError(f"fault {text!r}: rug-pull takes after=N (N >= 1: the lists "
+                             "answered honestly first), not nth= or p=")
+        if fault.after is None:
+            fault.after = 1
+    return fault
 
 
 def _duration(bad: str, text: str) -> float:
