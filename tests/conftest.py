@@ -12,7 +12,7 @@ import pytest
 from helpers import EVERYTHING_DIR, EVERYTHING_VERSION, MCPREC, REPO, SDK_SERVER, ClientRun, run_client
 
 
-# --- markers: node, browser, slow (docs/contributing.md: the fast subset) ------------------------
+# --- markers: node, browser, slow (docs/contributing.md: the fast subset) ---------------------
 
 NODE_MODULES = frozenset({
     "test_http_everything", "test_record_everything", "test_replay_everything",

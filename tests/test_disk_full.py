@@ -82,6 +82,10 @@ def test_a_full_disk_ends_the_session_incomplete_with_the_loss_said(
     assert b"incomplete (lost" in table.stdout
     shown = run_mcprec("show", str(cassette), "s")
     assert b"not recorded: the disk is full" in shown.stdout
+    page = cassette.parent.parent / f"view-{durable}.html"
+    viewed = run_mcprec("view", str(cassette), "--html", str(page))
+    assert viewed.returncode == 0, viewed.stderr
+    assert '"lost":{"lost_messages":' in page.read_text() and "the disk is full" in page.read_text()
 
 
 def test_the_proxy_ends_its_sessions_incomplete_on_a_full_disk(small_disk: Path) -> None:

@@ -253,6 +253,7 @@ class ViewData:
             "tags": s.tags, "mcprec_version": s.mcprec_version,
             "messages": s.message_count if count is None else count,
             "duration_ns": s.duration_ns if last_ns is None else last_ns,
+            "lost": self.cassette.losses([s]).get(s.id),
         }
         found = self.secrets(orjson.dumps({k: out[k] for k in (
             "target", "tags", "client_info", "server_info", "instructions")}))

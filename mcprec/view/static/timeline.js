@@ -351,6 +351,7 @@
       h("div.title-line",
         h("h1", s.name),
         h(`span.status.${s.status}`, s.status),
+        s.lost ? h("span.lost", `lost ${s.lost.lost_messages} message(s) that were forwarded but not recorded: ${s.lost.reason}`) : null,
         h("span.spacer"),
         h("a.button", { href: `#/search?q=${encodeURIComponent(`session:${quoteIfNeeded(s.name)} `)}` }, "Search this session"),
         h("a.button", { href: `#/diff?a=${s.id}` }, "Diff with…")),

@@ -93,7 +93,8 @@
           h("td", s.protocol_version || ""),
           h("td.num", String(s.messages)),
           h("td.num", fmtDur(s.duration_ns)),
-          h("td", h(`span.status.${s.status}`, s.status))));
+          h("td", h(`span.status.${s.status}`, { title: s.lost ? `${s.lost.lost_messages} message(s) forwarded but not recorded: ${s.lost.reason}` : "" },
+            s.lost ? `${s.status} (lost ${s.lost.lost_messages})` : s.status))));
       }
       count.textContent = `${shown} of ${list.length} session${list.length === 1 ? "" : "s"}`;
     };
