@@ -1,5 +1,5 @@
 """What the commands share: one-line errors, the group and server-command classes, the
-redaction options, and the parsers of sizes, durations and timing."""
+redaction options, and the parsers of sizes and durations (replay's settings: `ReplaySettings`)."""
 
 from __future__ import annotations
 
