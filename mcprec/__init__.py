@@ -5,7 +5,7 @@ The public surface, re-exported here lazily so that ``mcprec replay`` starts fas
 
 - cassettes: ``open_cassette``, ``Cassette``, ``Session``, ``Message``
 - recording: ``record_stdio``, ``record_http``
-- replay: ``replay_stdio``, ``replay_http``, ``MatchOptions``
+- replay: ``replay_stdio``, ``replay_http``, ``ReplaySettings``, ``MatchOptions``
 - diff and verify: ``diff_sessions``, ``assert_no_breaking_changes``, ``run_verification``
 - secrets: ``Redactor``, ``Rules``
 - errors: ``McprecError``, ``CassetteError``, ``NoMatchError``
@@ -29,6 +29,7 @@ _EXPORTS = {
     "record_http": "mcprec.record.api",
     "replay_stdio": "mcprec.replay",
     "replay_http": "mcprec.replay",
+    "ReplaySettings": "mcprec.replay",
     "MatchOptions": "mcprec.matching",
     "diff_sessions": "mcprec.diff",
     "assert_no_breaking_changes": "mcprec.diff",
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from .matching import MatchOptions
     from .record.api import record_http, record_stdio
     from .redact import Redactor, Rules
-    from .replay import replay_http, replay_stdio
+    from .replay import ReplaySettings, replay_http, replay_stdio
     from .verify import run_verification
 
 

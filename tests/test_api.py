@@ -15,7 +15,7 @@ PUBLIC = [
     "__version__",
     "Cassette", "Session", "Message", "open_cassette",
     "record_stdio", "record_http",
-    "replay_stdio", "replay_http", "MatchOptions",
+    "replay_stdio", "replay_http", "ReplaySettings", "MatchOptions",
     "diff_sessions", "assert_no_breaking_changes", "run_verification",
     "Redactor", "Rules",
     "McprecError", "CassetteError", "NoMatchError",

@@ -263,11 +263,11 @@ def test_in_process_replay_takes_normalize(clock: SimpleNamespace) -> None:
 
     async def main() -> Any:
         options = MatchOptions(normalize=["timestamps", "uuids"])
-        async with replay_streams(clock.cassette, session="r1", options=options) as (read, write):
-            async with ClientSession(read, write) as s:
+        async with replay_streams(clock.cassette, session="r1", options=options) as replay:
+            async with ClientSession(replay.read, replay.write) as s:
                 await s.initialize()
                 result = await s.call_tool("lookup", {"id": fresh_id(), "at": now_iso()})
-        return dump(result), replay_streams.last_engine.report()
+        return dump(result), replay.report()
 
     result, report = anyio.run(main)
     assert result == clock.runs["r1"].results["lookup"]

@@ -24,8 +24,9 @@ def replay_in_process(recording: Any, scenario: Any, *, options: MatchOptions | 
     async def main() -> None:
         with anyio.fail_after(timeout):
             async with replay_streams(recording.cassette, session=recording.session,
-                                      options=options) as (read, write):
-                await converse(read, write, scenario, run, **kwargs)
+                                      options=options) as replay:
+                await converse(replay.read, replay.write, scenario, run, **kwargs)
+        run.report = replay.report()  # type: ignore[attr-defined]
 
     anyio.run(main)
     return run
@@ -48,14 +49,15 @@ def test_in_process_replay_gives_what_was_seen_live(main: Any, replayed: Run, pa
 
 
 def test_engine_reports_what_was_played(main: Any) -> None:
-    """After the block, replay_streams.last_engine reports played, repeated and unplayed calls."""
+    """After the block, the yielded replay's report() gives played, repeated and unplayed
+    calls; the deprecated replay_streams.last_engine still gives the same."""
 
     async def counter_four_times(s: Any, run: Run) -> None:
         for _ in range(4):
             await s.call_tool("counter", {})
 
-    replay_in_process(main, counter_four_times)
-    report = replay_streams.last_engine.report()
+    report = replay_in_process(main, counter_four_times).report  # type: ignore[attr-defined]
+    assert replay_streams.last_engine.report() == report  # type: ignore[attr-defined]
     assert report["session"] == "main"
     assert report["repeated"] == 1 and report["unmatched"] == []
     assert {u["method"] for u in report["unplayed"]} >= {"resources/list", "prompts/get"}

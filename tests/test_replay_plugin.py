@@ -312,19 +312,24 @@ def test_check_replay_after_an_in_process_replay(sdk_recordings: SimpleNamespace
 
     from mcprec.testing import check_replay, replay_streams
 
-    async def main() -> dict[str, Any]:
-        async with replay_streams(sdk_recordings.main.cassette) as (read, write):
-            async with ClientSession(read, write) as s:
+    async def main() -> Any:
+        async with replay_streams(sdk_recordings.main.cassette) as replay:
+            async with ClientSession(replay.read, replay.write) as s:
                 await s.initialize()
                 with pytest.raises(MCPError):
                     await s.call_tool(*TYPO)
-        return replay_streams.last_engine.report()  # type: ignore[attr-defined, no-any-return]
+        return replay
 
-    report = anyio.run(main)
+    replay = anyio.run(main)
+    report = replay.report()
     with pytest.raises(AssertionError, match=r"1 request\(s\) had no recorded match(.|\n)*"
                                              r"id=\d+ tools/call"):
         check_replay(report)
+    with pytest.raises(AssertionError, match=r"1 request\(s\) had no recorded match"):
+        replay.check()
     check_replay(report, allow_unmatched=True)
+    replay.settings = replay.settings.replace(allow_unmatched=True)
+    replay.check()
 
 
 @pytest.mark.usefixtures("main_cassette")

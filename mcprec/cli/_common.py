@@ -1,5 +1,5 @@
 """What the commands share: one-line errors, the group and server-command classes, the
-redaction options, and the parsers of sizes, durations and timing."""
+redaction options, and the parsers of sizes and durations (replay's settings: `ReplaySettings`)."""
 
 from __future__ import annotations
 
@@ -178,18 +178,14 @@ def _size(value: str, hint: str) -> int:
 
 
 def _duration(value: str, hint: str, *, zero: bool = False) -> float:
-    """``500ms``, ``2s``, ``1.5m``, ``1h`` (or a plain number of seconds) -> seconds."""
-    import re
+    """``500ms``, ``2s``, ``1.5m``, ``1h`` (or a plain number of seconds) -> seconds (the
+    spelling ``ReplaySettings`` reads)."""
+    from ..replay.settings import SettingError, parse_duration
 
-    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*", value)
-    if m is None:
-        raise click.BadParameter(f"expected a duration such as 500ms, 2s or 1m, got {value!r}",
-                                 param_hint=hint)
-    seconds = float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[
-        m.group(2) or "s"]
-    if seconds <= 0 and not zero:
-        raise click.BadParameter("must be more than 0", param_hint=hint)
-    return seconds
+    try:
+        return parse_duration(value, hint, zero=zero)
+    except SettingError as e:
+        raise click.UsageError(str(e)) from None
 
 
 def _session_idle(value: str) -> float | None:
@@ -204,18 +200,3 @@ SESSION_IDLE_HELP = (
     "flight (a client that left without DELETE), releasing what it holds (the proxy ends its "
     "cassette session; replay answers it 404 'Session not found' after, as a real server "
     "does). off: never.")
-
-
-def _timing(value: str) -> float | None:
-    if value == "none":
-        return None
-    if value == "recorded":
-        return 1.0
-    try:
-        scale = float(value)
-    except ValueError:
-        raise click.BadParameter(f"expected none, recorded or a number, got {value!r}",
-                                 param_hint="--timing") from None
-    if scale < 0:
-        raise click.BadParameter("the scale must not be negative", param_hint="--timing")
-    return scale

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
 from ..modes import MODES
 from ._common import (
     SESSION_IDLE_HELP,
-    _duration,
     _redactor,
     _session_idle,
-    _timing,
     redaction_options,
 )
 
@@ -114,18 +111,19 @@ def replay(cassette: str | None, cassette_opt: str | None, session: str | None, 
     from ..matching import MatchOptions
     from ..normalize import from_config
     from ..replay import replay_stdio
+    from ..replay.settings import ReplaySettings, SettingError
 
     options = MatchOptions(ignore=ignore, strict_order=strict_order,
                            repeat=repeat,  # type: ignore[arg-type]
                            normalize=from_config("replay", normalize))
     redactor = _redactor(redact_paths, redact_keys, redact_patterns)
-    faults = _faults(fault_rules, faults_file, seed)
-    scale = _timing(timing)
-    gap = None
-    if max_gap is not None:
-        gap = _duration(max_gap, "--max-gap", zero=True)
-        if scale is None:
-            raise click.UsageError("--max-gap goes with --timing recorded (or a scale)")
+    try:
+        settings = ReplaySettings(timing=timing, max_gap=max_gap,
+                                  protocol_version=protocol_version,
+                                  faults=_fault_rules(fault_rules, faults_file), seed=seed,
+                                  allow_unmatched=allow_unmatched)
+    except SettingError as e:
+        raise click.UsageError(e.for_cli()) from None
     if target is not None and not http:
         raise click.UsageError("--target goes with --http (over stdio, give the real server's "
                                "command after `--`)")
@@ -139,25 +137,21 @@ def replay(cassette: str | None, cassette_opt: str | None, session: str | None, 
         from ..replay import replay_http
 
         sys.exit(replay_http(cassette, session=session, listen=listen, path=url_path,
-                             options=options, timing=scale, report=report,
+                             options=options, settings=settings, report=report,
                              allowed_origins=allow_origin, allowed_hosts=allow_host,
-                             redact=redactor, allow_unmatched=allow_unmatched, faults=faults,
-                             protocol_version=protocol_version, max_gap=gap, mode=mode,
-                             target=target, session_idle=_session_idle(session_idle),
-                             on_ready=click.echo))
+                             redact=redactor, mode=mode, target=target,
+                             session_idle=_session_idle(session_idle), on_ready=click.echo))
     code = replay_stdio(cassette, session=session, mode=mode, server=list(server),
-                        options=options, timing=scale, report=report, redact=redactor,
-                        allow_unmatched=allow_unmatched, faults=faults,
-                        protocol_version=protocol_version, max_gap=gap)
+                        options=options, settings=settings, report=report, redact=redactor)
     sys.exit(code)
 
 
-def _faults(rules: tuple[str, ...], path: str | None, seed: int | None) -> Any:
-    """The command line's fault rules, then the file's, then the config's; None when none."""
-    from ..faults.rules import Faults, from_config, load_file, parse_rule
+def _fault_rules(rules: tuple[str, ...], path: str | None) -> list[str]:
+    """The command line's fault rules, then the file's, then the config's."""
+    from ..faults.rules import from_config, load_file, parse_rule
 
-    found = [parse_rule(r) for r in rules]
+    found = [parse_rule(r) for r in rules]  # said as the rule it is, before the file's
     if path is not None:
         found.extend(load_file(path))
     found.extend(from_config())
-    return Faults(found, seed) if found else None
+    return [f.text for f in found]

@@ -77,6 +77,11 @@ class SessionWriter:
         http: dict[str, Any] | None = None, context: str | None = AUTO,
         fault: dict[str, Any] | None = None,
     ) -> None:
+        if direction not in wire.DIRECTIONS:  # said here, not as the writing thread's crash
+            from ..errors import UsageError
+
+            raise UsageError(f"direction must be {wire.CLIENT_TO_SERVER.value!r} or "
+                             f"{wire.SERVER_TO_CLIENT.value!r}, got {direction!r}")
         self._queue.put(
             (_MESSAGE, direction, time.monotonic_ns() - self.start_ns if t_ns is None else t_ns,
              raw, http, context, fault)

@@ -15,7 +15,11 @@ from pathlib import Path
 # typing is imported for type checkers only: at run time it cost replay's start-up ~3-5 ms
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
+
+    from ..redact import Redactor
+    from ..faults.rules import Faults
 
 from .. import _log
 from ..cassette import Cassette
@@ -23,12 +27,13 @@ from ..errors import McprecError, SessionNotFoundError, UsageError
 from ..matching import MatchOptions
 from ..modes import MODES, Mode
 from .playback import Playback, candidates
+from .settings import ReplaySettings
 
 if TYPE_CHECKING:
     from .engine import AsyncPlayback
 
-__all__ = ["MODES", "AsyncPlayback", "MatchOptions", "Mode", "Playback", "needs_recording",
-           "replay_http", "replay_stdio"]
+__all__ = ["MODES", "AsyncPlayback", "MatchOptions", "Mode", "Playback", "ReplaySettings",
+           "needs_recording", "replay_http", "replay_stdio"]
 
 
 def __getattr__(name: str) -> Any:
@@ -65,21 +70,25 @@ def replay_stdio(
     mode: str | Mode = Mode.NONE,
     server: Sequence[str] = (),
     options: MatchOptions | None = None,
-    timing: float | None = None,
+    settings: ReplaySettings | None = None,
     report: str | os.PathLike[str] | None = None,
-    redact: Any = None,
+    redact: Redactor | None = None,
+    timing: float | str | None = None,
     allow_unmatched: bool = False,
-    faults: Any = None,
+    faults: Faults | str | Iterable[str] | None = None,
     protocol_version: str = "recorded",
-    max_gap: float | None = None,
+    max_gap: float | str | None = None,
 ) -> int:
     """Serve a recorded session on this process's stdin/stdout (or record it, per ``mode``).
 
-    Returns the exit code: 0; ``UNMATCHED_EXIT`` when a request had no recorded match (unless
-    ``allow_unmatched``); the recorded server's exit code when the recording ends with it; the
-    server's exit code when the mode meant recording.
+    ``settings`` says how it plays (``ReplaySettings``); ``timing``, ``allow_unmatched``,
+    ``faults``, ``protocol_version`` and ``max_gap`` are its fields as keywords, each given one
+    over ``settings``. Returns the exit code: 0; ``UNMATCHED_EXIT`` when a request had no
+    recorded match (unless ``allow_unmatched``); the recorded server's exit code when the
+    recording ends with it; the server's exit code when the mode meant recording.
     """
     mode = Mode.parse(mode)
+    s, plan = _settings(settings, timing, allow_unmatched, faults, protocol_version, max_gap)
     check_report_path(report)
     _check_set(cassette, mode)
     path = Path(cassette)
@@ -90,18 +99,43 @@ def replay_stdio(
         # before it is complete
         with cassette_lock(path):
             if needs_recording(path, session, mode) or mode is Mode.NEW_EPISODES:
-                return _replay_stdio(path, session, mode, server, options, timing, report,
-                                     redact, allow_unmatched, faults, protocol_version, max_gap)
+                return _replay_stdio(path, session, mode, server, options, s, plan, report,
+                                     redact)
         # recorded by another process (once): replayed like any other
-    return _replay_stdio(path, session, mode, server, options, timing, report, redact,
-                         allow_unmatched, faults, protocol_version, max_gap)
+    return _replay_stdio(path, session, mode, server, options, s, plan, report, redact)
+
+
+def _settings(settings: ReplaySettings | None, timing: float | str | None,
+              allow_unmatched: bool, faults: Faults | str | Iterable[str] | None,
+              protocol_version: str, max_gap: float | str | None,
+              ) -> tuple[ReplaySettings, Faults | None]:
+    """The settings a replay runs with, and its faults: a ``Faults`` given as it is (with its
+    seed), else a fresh one from the settings' rules."""
+    plan: Faults | None = None
+    rules: str | Iterable[str] = ()
+    if isinstance(faults, (str, list, tuple)):
+        rules = faults
+    elif faults is not None:
+        from ..faults.rules import Faults
+
+        if isinstance(faults, Faults):  # parsed already, and perhaps shared with the caller
+            plan = faults
+        else:
+            rules = faults
+    s = (settings or ReplaySettings()).merged(
+        timing=timing, max_gap=max_gap, protocol_version=protocol_version,
+        faults=rules, allow_unmatched=allow_unmatched)
+    if plan is None:
+        plan = s.fault_plan()
+    return s, plan
 
 
 def _replay_stdio(path: Path, session: str | None, mode: Mode, server: Sequence[str],
-                  options: MatchOptions | None, timing: float | None,
-                  report: str | os.PathLike[str] | None, redact: Any, allow_unmatched: bool,
-                  faults: Any, protocol_version: str, max_gap: float | None) -> int:
+                  options: MatchOptions | None, settings: ReplaySettings, faults: Faults | None,
+                  report: str | os.PathLike[str] | None, redact: Redactor | None) -> int:
     cassette = path
+    timing, max_gap = settings.timing, settings.max_gap
+    protocol_version = settings.protocol_version
     if needs_recording(path, session, mode):
         if not server:
             raise UsageError(
@@ -163,7 +197,7 @@ def _replay_stdio(path: Path, session: str | None, mode: Mode, server: Sequence[
         _log.info("replay", summary(faults))
     if engine.exit_code is not None:
         return _exit_status(engine.exit_code)
-    return _unmatched_status([engine], allow_unmatched)
+    return _unmatched_status([engine], settings.allow_unmatched)
 
 
 def open_for_replay(cassette: str | os.PathLike[str]) -> Cassette:
@@ -187,7 +221,7 @@ def _check_set(cassette: str | os.PathLike[str], mode: Mode) -> None:
                          f"{mode.value!r} records into one cassette file")
 
 
-def _check_faults(c: Cassette, sessions: list[Any], faults: Any) -> None:
+def _check_faults(c: Cassette, sessions: list[Any], faults: Faults) -> None:
     """Warn, before serving, of fault rules that select no recorded request."""
     from .. import wire
     from ..faults.rules import check_against
@@ -241,8 +275,8 @@ def check_report_path(report: str | os.PathLike[str] | None) -> None:
         raise UsageError(f"--report {path}: no directory {path.parent}")
 
 
-def _write_report(report: str | os.PathLike[str], engines: list[Any], faults: Any = None
-                  ) -> None:
+def _write_report(report: str | os.PathLike[str], engines: list[Any],
+                  faults: Faults | None = None) -> None:
     import json  # not orjson: a replay whose requests all came as recorded never imports it
 
     data: Any = engines[0].report() if len(engines) == 1 else {
@@ -256,7 +290,7 @@ def _write_report(report: str | os.PathLike[str], engines: list[Any], faults: An
 
 
 def _record_stdio_instead(path: Path, session: str | None, mode: Mode, server: Sequence[str],
-                          redact: Any, report: str | os.PathLike[str] | None) -> int:
+                          redact: Redactor | None, report: str | os.PathLike[str] | None) -> int:
     """Record in place of replaying. A recording whose server sent nothing or never answered
     the first request is not kept (the test or the client fails with why), and under ``all``
     it never replaces the session it would have: it is recorded under a name of its own and
@@ -300,16 +334,17 @@ def replay_http(
     listen: str = "127.0.0.1:0",
     path: str = "/mcp",
     options: MatchOptions | None = None,
-    timing: float | None = None,
+    settings: ReplaySettings | None = None,
     report: str | os.PathLike[str] | None = None,
     allowed_origins: Sequence[str] = (),
     allowed_hosts: Sequence[str] = (),
-    on_ready: Any = None,
-    redact: Any = None,
+    on_ready: Callable[[str], None] | None = None,
+    redact: Redactor | None = None,
+    timing: float | str | None = None,
     allow_unmatched: bool = False,
-    faults: Any = None,
+    faults: Faults | str | Iterable[str] | None = None,
     protocol_version: str = "recorded",
-    max_gap: float | None = None,
+    max_gap: float | str | None = None,
     mode: str | Mode = Mode.NONE,
     target: str | None = None,
     session_idle: float | None = 600.0,
@@ -322,11 +357,13 @@ def replay_http(
     forwards the requests the recording cannot answer there and appends them to the replayed
     session; when the mode means recording (``once`` with nothing recorded, ``all``), this is
     ``record_http`` in front of ``target``. ``session_idle``: a client session without a
-    request in flight for this many seconds ends (None: never)."""
+    request in flight for this many seconds ends (None: never). ``settings`` and the
+    keywords that are its fields as for ``replay_stdio``."""
     from ..transports.http_serve import bind, parse_listen, run_app, url_of
     from .http import ReplayApp
 
     mode = Mode.parse(mode)
+    s, faults = _settings(settings, timing, allow_unmatched, faults, protocol_version, max_gap)
     check_report_path(report)
     _check_set(cassette, mode)
     if needs_recording(Path(cassette), session, mode):
@@ -338,27 +375,27 @@ def replay_http(
     c = open_for_replay(cassette)  # read-only; new_episodes: its own
     try:
         found = candidates(c, session)
-        s = found[0]
+        first = found[0]
         live = None
         if mode is Mode.NEW_EPISODES:  # new exchanges go into the session being replayed
             from .live_http import LiveHTTP
 
             assert target is not None
-            found = [s]
-            live = LiveHTTP(target, c, s, redact=redact)
+            found = [first]
+            live = LiveHTTP(target, c, first, redact=redact)
         sock = bind(host, port)
         if faults:
             _check_faults(c, found, faults)
-        app = ReplayApp(c, found, options=options, timing=timing, bound_host=host,
+        app = ReplayApp(c, found, options=options, timing=s.timing, bound_host=host,
                         allowed_origins=tuple(allowed_origins),
                         allowed_hosts=tuple(allowed_hosts), redact=redact, faults=faults,
-                        protocol_version=protocol_version, max_gap=max_gap, live=live,
+                        protocol_version=s.protocol_version, max_gap=s.max_gap, live=live,
                         path=path, session_idle=session_idle,
                         keep_reports=report is not None)
         url = url_of(sock, path)
 
         def ready() -> None:
-            what = (f"session {s.name!r}" if len(found) == 1 else
+            what = (f"session {first.name!r}" if len(found) == 1 else
                     f"{len(found)} sessions (each client gets the one its traffic matches)")
             _log.info("replay", f"replaying {what} of {cassette} at {url}")
             if on_ready is not None:
@@ -375,13 +412,13 @@ def replay_http(
         _log.info("replay", summary(faults))
     if app.failure is not None:  # said on stderr when it happened
         return app.failure.exit_code
-    return _unmatched_status(app.engines(), allow_unmatched)
+    return _unmatched_status(app.engines(), s.allow_unmatched)
 
 
 def _record_http_instead(cassette: str | os.PathLike[str], session: str | None, mode: str,
-                         target: str | None, listen: str, redact: Any,
+                         target: str | None, listen: str, redact: Redactor | None,
                          allowed_hosts: Sequence[str], allowed_origins: Sequence[str],
-                         on_ready: Any) -> int:
+                         on_ready: Callable[[str], None] | None) -> int:
     """``replay --http`` in a mode that means recording: the recording proxy before
     ``target``, its URL given to ``on_ready`` as replay gives its own."""
     from ..record.api import record_http

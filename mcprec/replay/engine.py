@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _log, wire
 from ..cassette import Cassette, Message, Session
@@ -22,6 +22,9 @@ from .playback import (
     EMPTY_RESULT_METHODS, NO_MATCH_CODE, Playback, ReplayStats, candidates, check_replayable,
     error_response,
 )
+
+if TYPE_CHECKING:
+    from ..faults.rules import Faults
 
 __all__ = ["EMPTY_RESULT_METHODS", "NO_MATCH_CODE", "AsyncPlayback", "LiveFallback",
            "ReplaySession", "ReplayStats", "Send", "candidates", "check_replayable",
@@ -60,7 +63,7 @@ class AsyncPlayback:
         redact: Any = None,
         server_stderr: Callable[[str], None] | None = None,
         label: str = "",
-        faults: Any = None,
+        faults: Faults | None = None,
         transport: str = "stdio",
         protocol_version: str = "recorded",
         max_gap: float | None = None,

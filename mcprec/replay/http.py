@@ -17,7 +17,7 @@ import asyncio
 import secrets
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 
@@ -34,6 +34,9 @@ from ..transports.session_idle import DEFAULT_SESSION_IDLE_S, IdleSessions
 from ..transports.sse import format_event, format_event_pieces
 from .engine import ReplaySession
 from .era import Era
+
+if TYPE_CHECKING:
+    from ..faults.rules import Faults
 
 MAX_BODY = 64 * 1024 * 1024
 GET_BUFFER = 10_000
@@ -114,7 +117,7 @@ class ReplayApp:
         allowed_origins: tuple[str, ...] = (),
         allowed_hosts: tuple[str, ...] = (),
         redact: Any = None,
-        faults: Any = None,
+        faults: Faults | None = None,
         protocol_version: str = "recorded",
         max_gap: float | None = None,
         live: Any = None,

@@ -20,6 +20,7 @@ from .._plain import Plain
 from ..cassette import Message
 from ..cassette.models import StoredMessage, StoredText
 from ..errors import NoMatchError
+from .settings import PROTOCOL_VERSION_POLICIES as PROTOCOL_VERSION_POLICIES
 
 NO_MATCH_CODE = -32000
 UNANSWERED_CODE = -32001
@@ -33,8 +34,6 @@ EMPTY_RESULT_METHODS = frozenset(
 # cancellation) before it is played anyway: twice the recorded wait, within these bounds.
 CAUSE_WAIT_MIN_S = 1.0
 CAUSE_WAIT_MAX_S = 30.0
-# --protocol-version: answer initialize with the recorded version, or with the client's
-PROTOCOL_VERSION_POLICIES = ("recorded", "rewrite")
 
 Outgoing = tuple["bytes | StoredText", "str | None"]
 """``(message, related)``: one message for the client. ``related`` is the id text of the client

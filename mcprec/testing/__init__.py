@@ -27,11 +27,15 @@ from typing import Any
 
 import orjson
 
-from ..errors import McprecError, ReplayError, ServerStartError, UsageError
-from ..matching import MatchOptions
 from ..cassette.lock import cassette_lock as cassette_lock  # where it was
-from ..matching import CONTEXT_ENV
+from ..errors import McprecError, ReplayError, ServerStartError, UsageError
+from ..matching import CONTEXT_ENV, MatchOptions
 from ..modes import Mode
+from ..replay.settings import ReplaySettings, seconds_text
+
+__all__ = ["HTTPRecordingProxy", "HTTPReplayServer", "ReplayServer", "ReplaySettings",
+           "StreamReplay", "cassette_lock", "check_replay", "near_misses", "record_http_proxy",
+           "replay_args", "replay_http_server", "replay_server", "replay_streams"]
 
 
 def replay_args(
@@ -40,17 +44,21 @@ def replay_args(
     session: str | None = None,
     mode: str | Mode = Mode.NONE,
     options: MatchOptions | None = None,
-    timing: str = "none",
+    settings: ReplaySettings | None = None,
     report_path: str | os.PathLike[str] | None = None,
+    timing: float | str | None = None,
     allow_unmatched: bool = False,
-    faults: Sequence[str] = (),
+    faults: str | Sequence[str] = (),
     seed: int | None = None,
-    max_gap: str | None = None,
+    max_gap: float | str | None = None,
     protocol_version: str = "recorded",
 ) -> list[str]:
     """The arguments of ``mcprec replay`` for these settings, defaults left out: the plain form
     (cassette, session, report) is the one the click-free entry point serves, which every test
-    pays for at start-up."""
+    pays for at start-up. ``timing``, ``allow_unmatched``, ``faults``, ``seed``, ``max_gap``
+    and ``protocol_version`` are ``settings``' fields as keywords, each given one over it."""
+    s = _merged(settings, timing=timing, allow_unmatched=allow_unmatched, faults=faults,
+                seed=seed, max_gap=max_gap, protocol_version=protocol_version)
     opts = options or MatchOptions()
     if opts.matchers:
         raise UsageError("custom matcher callables work in-process only (replay_streams)")
@@ -61,12 +69,12 @@ def replay_args(
         args += ["--mode", mode.value]
     if session:
         args += ["--session", session]
-    if timing != "none":
-        args += ["--timing", timing]
-    if max_gap is not None:
-        args += ["--max-gap", max_gap]
-    if protocol_version != "recorded":
-        args += ["--protocol-version", protocol_version]
+    if s.timing is not None:
+        args += ["--timing", "recorded" if s.timing == 1.0 else repr(s.timing)]
+    if s.max_gap is not None:
+        args += ["--max-gap", seconds_text(s.max_gap)]
+    if s.protocol_version != "recorded":
+        args += ["--protocol-version", s.protocol_version]
     if opts.repeat != "last":
         args += ["--repeat", opts.repeat]
     if opts.strict_order:
@@ -77,13 +85,21 @@ def replay_args(
         args += ["--normalize", spec]
     if report_path is not None:
         args += ["--report", str(report_path)]
-    if allow_unmatched:
+    if s.allow_unmatched:
         args.append("--allow-unmatched")
-    for rule in faults:
+    for rule in s.faults:
         args += ["--fault", rule]
-    if seed is not None:
-        args += ["--seed", str(seed)]
+    if s.seed is not None:
+        args += ["--seed", str(s.seed)]
     return args
+
+
+def _merged(settings: ReplaySettings | None, *, timing: float | str | None,
+            allow_unmatched: bool, faults: str | Sequence[str], seed: int | None,
+            max_gap: float | str | None, protocol_version: str) -> ReplaySettings:
+    return (settings or ReplaySettings()).merged(
+        timing=timing, allow_unmatched=allow_unmatched, faults=faults, seed=seed,
+        max_gap=max_gap, protocol_version=protocol_version)
 
 
 @dataclass
@@ -95,17 +111,10 @@ class ReplayServer:
     mode: str | Mode = Mode.NONE
     server: Sequence[str] = ()
     options: MatchOptions = field(default_factory=MatchOptions)
-    timing: str = "none"
+    settings: ReplaySettings = field(default_factory=ReplaySettings)
+    """How the replay plays: timing, faults, ... (``ReplaySettings``)."""
     report_path: Path | None = None
     env: dict[str, str] | None = None
-    allow_unmatched: bool = False
-    faults: Sequence[str] = ()
-    """Fault rules (``mcprec replay --fault``; see docs/faults.md)."""
-    seed: int | None = None
-    max_gap: str | None = None
-    """With ``timing``: the longest recorded pause replayed (``mcprec replay --max-gap``)."""
-    protocol_version: str = "recorded"
-    """``rewrite``: answer ``initialize`` with the client's protocol version."""
     context: str | None = None
     """``pytest`` when the plugin made it: the replay's hints name ``--mcprec-mode``."""
     launched: bool = field(default=False, init=False, compare=False)
@@ -121,9 +130,7 @@ class ReplayServer:
         self.launched = True
         args = ["-m", "mcprec", *replay_args(
             self.cassette, session=self.session, mode=self.mode, options=self.options,
-            timing=self.timing, report_path=self.report_path,
-            allow_unmatched=self.allow_unmatched, faults=self.faults, seed=self.seed,
-            max_gap=self.max_gap, protocol_version=self.protocol_version)]
+            settings=self.settings, report_path=self.report_path)]
         if self.server and Mode.parse(self.mode).may_record:  # replay alone never starts it
             args += ["--", *self.server]
         return args
@@ -168,19 +175,23 @@ def replay_server(
     mode: str | Mode = Mode.NONE,
     server: Sequence[str] = (),
     options: MatchOptions | None = None,
-    timing: str = "none",
+    settings: ReplaySettings | None = None,
     report_path: str | os.PathLike[str] | None = None,
+    timing: float | str | None = None,
     allow_unmatched: bool = False,
-    faults: Sequence[str] = (),
+    faults: str | Sequence[str] = (),
     seed: int | None = None,
-    max_gap: str | None = None,
+    max_gap: float | str | None = None,
     protocol_version: str = "recorded",
 ) -> ReplayServer:
+    """The ``ReplayServer`` for a cassette. ``settings`` says how it plays; ``timing``,
+    ``allow_unmatched``, ``faults``, ``seed``, ``max_gap`` and ``protocol_version`` are its
+    fields as keywords, each given one over it (a bad one: ``UsageError`` at once)."""
     return ReplayServer(
-        Path(cassette), session, mode, list(server), options or MatchOptions(), timing,
+        Path(cassette), session, mode, list(server), options or MatchOptions(),
+        _merged(settings, timing=timing, allow_unmatched=allow_unmatched, faults=faults,
+                seed=seed, max_gap=max_gap, protocol_version=protocol_version),
         Path(report_path) if report_path is not None else None,
-        allow_unmatched=allow_unmatched, faults=tuple(faults), seed=seed, max_gap=max_gap,
-        protocol_version=protocol_version,
     )
 
 
@@ -259,28 +270,68 @@ def _take(misses: list[tuple[str, str, str]], rid: str, method: str) -> str | No
     return None
 
 
+class StreamReplay:
+    """What ``replay_streams`` yields: the streams for the SDK's ``ClientSession`` (``read``,
+    ``write``; it unpacks as that pair), and the replay's outcome: ``report()`` (played,
+    repeated, unmatched and unplayed requests; after the block, as the block ended) and
+    ``check()``, ``check_replay`` of it."""
+
+    __slots__ = ("read", "write", "cassette", "settings", "engine")
+
+    def __init__(self, read: Any, write: Any, engine: Any, cassette: str | os.PathLike[str],
+                 settings: ReplaySettings) -> None:
+        self.read = read
+        self.write = write
+        self.engine = engine
+        """The asyncio replay engine (``mcprec.replay.engine.AsyncPlayback``)."""
+        self.cassette = cassette
+        self.settings = settings
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.read, self.write))
+
+    def report(self) -> dict[str, Any]:
+        """The replay's report (``mcprec replay --report``'s, for this one client)."""
+        return self.engine.report()  # type: ignore[no-any-return]
+
+    def check(self, *, all_played: bool = False) -> None:
+        """``check_replay`` of the report: ``AssertionError`` when a request had no recorded
+        match (unless the settings' ``allow_unmatched``) or, with ``all_played``, a recorded
+        request was never used."""
+        check_replay(self.report(), cassette=self.cassette,
+                     allow_unmatched=self.settings.allow_unmatched, all_played=all_played)
+
+
 @contextlib.asynccontextmanager
 async def replay_streams(
     cassette: str | os.PathLike[str],
     *,
     session: str | None = None,
     options: MatchOptions | None = None,
-    timing: float | None = None,
-) -> AsyncIterator[tuple[Any, Any]]:
-    """Replay in-process: yields ``(read_stream, write_stream)`` for ``mcp.ClientSession``.
+    settings: ReplaySettings | None = None,
+    timing: float | str | None = None,
+) -> AsyncIterator[StreamReplay]:
+    """Replay in-process: yields a ``StreamReplay``, which unpacks as ``(read_stream,
+    write_stream)`` for ``mcp.ClientSession`` and gives the replay's ``report()`` and
+    ``check()``, during the block and after it (the report then is the one taken as the
+    block ended).
 
-    After the block, the ``ReplaySession`` is ``replay_streams.last_engine``; its ``report()``
-    (played, repeated, unmatched and unplayed requests) is the one taken as the block ended.
+    ``settings`` says how it plays (``timing``, ``max_gap``, ``protocol_version``, ``faults``;
+    ``allow_unmatched`` for ``check()``); ``timing`` is its field as a keyword.
+
+    Deprecated: ``replay_streams.last_engine``, the last block's engine, is still set after
+    each block; use the yielded object's ``report()`` instead.
     """
     import anyio
     import mcp_types as types
     from mcp.shared.message import SessionMessage
 
     from ..cassette import Cassette
-    from ..replay.engine import ReplaySession
+    from ..replay.engine import AsyncPlayback
     from ..replay.playback import candidates
 
-    c = Cassette.open(cassette)
+    s = (settings or ReplaySettings()).merged(timing=timing)
+    c = Cassette.open(cassette, read_only=True)
     try:
         found = candidates(c, session)
         # all four ends are closed on the way out (unclosed ones warn when garbage-collected,
@@ -296,7 +347,9 @@ async def replay_streams(
                 return
             await to_client_send.send(SessionMessage(msg))
 
-        engine = ReplaySession(c, found, send, options=options, timing=timing)
+        engine = AsyncPlayback(c, found, send, options=options, timing=s.timing,
+                               max_gap=s.max_gap, protocol_version=s.protocol_version,
+                               faults=s.fault_plan())
 
         async def pump() -> None:
             async for item in from_client_recv:
@@ -313,7 +366,7 @@ async def replay_streams(
                 tg.start_soon(pump)
                 tg.start_soon(end)
                 try:
-                    yield to_client_recv, from_client_send
+                    yield StreamReplay(to_client_recv, from_client_send, engine, cassette, s)
                 finally:
                     replay_streams.last_engine = engine  # type: ignore[attr-defined]
                     await engine.aclose()
@@ -363,22 +416,25 @@ def replay_http_server(
     *,
     session: str | None = None,
     options: MatchOptions | None = None,
-    timing: str = "none",
+    settings: ReplaySettings | None = None,
     report_path: str | os.PathLike[str] | None = None,
     startup_timeout: float = 20.0,
+    timing: float | str | None = None,
     allow_unmatched: bool = False,
-    faults: Sequence[str] = (),
+    faults: str | Sequence[str] = (),
     seed: int | None = None,
-    max_gap: str | None = None,
+    max_gap: float | str | None = None,
     protocol_version: str = "recorded",
 ) -> Iterator[HTTPReplayServer]:
     """Run ``mcprec replay --http`` on a free port for the duration of the block; yields an
-    ``HTTPReplayServer`` whose ``url`` the client under test connects to."""
+    ``HTTPReplayServer`` whose ``url`` the client under test connects to. ``settings`` and the
+    keywords that are its fields as for ``replay_server``."""
     argv = [sys.executable, "-m", "mcprec", *replay_args(
-        cassette, session=session, options=options, timing=timing, report_path=report_path,
-        allow_unmatched=allow_unmatched, faults=faults, seed=seed, max_gap=max_gap,
-        protocol_version=protocol_version), "--http", "--listen",
-        "127.0.0.1:0"]
+        cassette, session=session, options=options, report_path=report_path,
+        settings=_merged(settings, timing=timing, allow_unmatched=allow_unmatched,
+                         faults=faults, seed=seed, max_gap=max_gap,
+                         protocol_version=protocol_version)),
+        "--http", "--listen", "127.0.0.1:0"]
     with _serving(argv, "mcprec replay --http", startup_timeout) as (proc, url, err, drained):
         server = HTTPReplayServer(url, proc, Path(report_path) if report_path is not None
                                   else None, err, drained)

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
@@ -33,6 +33,9 @@ import pytest
 from ..errors import ReplayError, SessionNotFoundError, UsageError
 from ..matching import MatchOptions
 from ..modes import MODES, Mode
+
+if TYPE_CHECKING:
+    from ..replay.settings import ReplaySettings
 
 DEFAULT_SESSION = "default"
 _MARKER_KEYS = {"cassette", "session", "server", "target", "mode", "assert_all_played",
@@ -95,25 +98,20 @@ def record_mode(config: pytest.Config, marker_mode: str | None) -> Mode:
     return Mode.NONE
 
 
-def _pacing(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The marker's ``max_gap`` (``"500ms"``, or seconds as a number) and ``protocol_version``
-    (``"recorded"`` or ``"rewrite"``), as the replay's arguments."""
-    out: dict[str, Any] = {}
-    gap = kwargs.get("max_gap")
-    if gap is not None:
-        out["max_gap"] = str(gap)
-    version = kwargs.get("protocol_version", "recorded")
-    if version not in ("recorded", "rewrite"):
-        pytest.fail(f"mcprec marker: protocol_version is {version!r}; choose recorded or "
-                    "rewrite", pytrace=False)
-    out["protocol_version"] = version
-    return out
+def _settings(kwargs: dict[str, Any]) -> ReplaySettings:
+    """The marker's replay settings (``timing``, ``max_gap``, ``protocol_version``, ``faults``,
+    ``seed``, ``allow_unmatched``), spelled as ``ReplaySettings`` takes them; a bad one fails
+    the test in one line."""
+    from ..replay.settings import ReplaySettings
 
-
-def _faults(kwargs: dict[str, Any]) -> tuple[str, ...]:
-    """The marker's fault rules: ``faults="rule"`` or ``faults=["rule", ...]``."""
-    faults = kwargs.get("faults") or ()
-    return (faults,) if isinstance(faults, str) else tuple(faults)
+    try:
+        return ReplaySettings(
+            timing=kwargs.get("timing"), max_gap=kwargs.get("max_gap"),
+            protocol_version=kwargs.get("protocol_version", "recorded"),
+            faults=kwargs.get("faults") or (), seed=kwargs.get("seed"),
+            allow_unmatched=bool(kwargs.get("allow_unmatched", False)))
+    except UsageError as e:
+        pytest.fail(f"mcprec marker: {e}", pytrace=False)
 
 
 def _marker_kwargs(request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -366,10 +364,8 @@ def mcprec_server(
             )
         rs = replay_server(
             cassette, session=session, mode=mode, server=list(server or ()),
-            options=_match_options(kwargs), timing=str(kwargs.get("timing", "none")),
+            options=_match_options(kwargs), settings=_settings(kwargs),
             report_path=tmp_path_factory.mktemp("mcprec") / "report.json",
-            allow_unmatched=bool(kwargs.get("allow_unmatched", False)),
-            faults=_faults(kwargs), seed=kwargs.get("seed"), **_pacing(kwargs),
         )
         rs.context = "pytest"
         def why_failed() -> str | None:
@@ -449,12 +445,9 @@ def _replay_http(request: pytest.FixtureRequest, kwargs: dict[str, Any], cassett
     from . import replay_http_server
 
     with replay_http_server(cassette, session=kwargs.get("session"),
-                            options=_match_options(kwargs),
-                            timing=str(kwargs.get("timing", "none")),
+                            options=_match_options(kwargs), settings=_settings(kwargs),
                             report_path=tmp_path_factory.mktemp("mcprec") / "report.json",
-                            allow_unmatched=bool(kwargs.get("allow_unmatched", False)),
-                            faults=_faults(kwargs), seed=kwargs.get("seed"),
-                            **_pacing(kwargs)) as server:
+                            ) as server:
 
         def verdict(final: bool, captured: str) -> str | None:
             if not final:
