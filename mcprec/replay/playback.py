@@ -51,6 +51,9 @@ __all__ = ["CANCELLED", "EMPTY_RESULT_METHODS", "INTERNAL_ERROR", "NO_MATCH_CODE
            "check_replayable", "error_response"]
 
 
+TASK_ANSWER_LAG = 0.005
+"""Seconds a ``tasks/result`` answer waits after the task's terminal status is due."""
+
 class Playback(Ending):
     """Plays one recorded session (or the one of several its client's traffic matches)."""
 
@@ -374,7 +377,9 @@ class Playback(Ending):
             due = tasks.ends_at(param_of(params, "taskId"), pace)
             if due is None or due <= self._now():
                 return False
-            self._play_request(found, rid, key, obj, started, raw=raw, hold=due)
+            # just after the terminal status notification, which the live server sends first:
+            # at the same deadline, which of the two went first would be chance
+            self._play_request(found, rid, key, obj, started, raw=raw, hold=due + TASK_ANSWER_LAG)
             return True
         if found.seq not in tasks.gets:
             return False
