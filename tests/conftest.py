@@ -26,8 +26,8 @@ BROWSER_MODULES = frozenset({
     "test_view_browser", "test_view_timeline", "test_severity_pages", "test_verify_reports",
 })
 SLOW_MODULES = frozenset(
-    (Path(__file__).parent / "slow.txt").read_text().split()
-    if (Path(__file__).parent / "slow.txt").exists() else ())
+    line.strip() for line in (Path(__file__).parent / "slow.txt").read_text().splitlines()
+    if line.strip() and not line.startswith("#"))
 """Modules beyond the fast subset, one a line in tests/slow.txt (measured: each takes long
 or starts many processes); Node and browser tests are slow too."""
 
