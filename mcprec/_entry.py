@@ -17,7 +17,7 @@ def _fast_replay(args: list[str]) -> int | None:
     """``mcprec replay CASSETTE|-c CASSETTE [-s NAME] [--report FILE] [--allow-unmatched]
     [--protocol-version rewrite]``, the form test
     suites launch most, without loading click: every test pays the start-up. Anything else
-    returns None and goes through the full command line (tests/test_entry.py checks that both
+    returns None and goes through the full command line (tests/project/test_entry.py checks that both
     give the same exit codes and messages)."""
     if len(args) >= 2 and args[0] in ("-c", "--cassette") and not args[1].startswith("-"):
         args = [args[1], *args[2:]]  # the cassette as ``record -c`` takes it

@@ -148,7 +148,7 @@ def loads(raw: bytes) -> Any:
     be such an integer: a message of a few values (a tool's 100 KB text) no longer has its every
     byte looked at for 19 digits in a row (bench_record's large load, in-process: 36-44 -> ~1
     µs). Where one may be, where there are many values, or where orjson fails, the digits
-    decide as before (tests/test_properties.py: the values and types ``json`` gives)."""
+    decide as before (tests/core/test_properties.py: the values and types ``json`` gives)."""
     obj: Any = _UNPARSED
     failed: orjson.JSONDecodeError | None = None
     if len(raw) >= _SAMPLED_FROM:
@@ -563,7 +563,7 @@ KEY_SCHEME = "1"
 """Which ``match_key`` made a session's stored keys (``sessions.key_scheme``). Replay trusts
 stored keys of this scheme without making one itself, which needs orjson (15-19 ms of a
 replay's start): a client sending what it sent when recording is answered with no JSON parser
-at all. Change it whenever ``match_key``'s output changes (tests/test_key_scheme.py holds a
+at all. Change it whenever ``match_key``'s output changes (tests/cassette/test_key_scheme.py holds a
 few outputs, and fails then)."""
 
 

@@ -5,7 +5,7 @@
     python scripts/gen_cli_docs.py --check   # exit 1 if docs/cli.md is out of date
 
 The help is rendered at a fixed width, so the output does not depend on the terminal.
-tests/test_docs.py fails when docs/cli.md differs from what this script writes.
+tests/project/test_docs.py fails when docs/cli.md differs from what this script writes.
 """
 
 from __future__ import annotations

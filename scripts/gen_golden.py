@@ -10,7 +10,7 @@ Made deterministic: each session is recorded for real, exported with `mcprec exp
 fixed times (one message a millisecond, in recorded order, from 2025-01-01T00:00:00Z: so its
 latencies mean nothing) and a target relative to
 the checkout, and imported into a fresh cassette with `mcprec import`. Run it again whenever
-the cassette format changes (tests/test_golden.py says so).
+the cassette format changes (tests/project/test_golden.py says so).
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ fi
 if [ "$#" -eq 0 ]; then
   echo "scripts/test.sh: redaction and the tap again, without Hyperscan and uvloop"
   PYTHONPATH=tests/no_speedups exec .venv/bin/python -m pytest -n "${MCPREC_TEST_WORKERS:-2}" \
-    -q tests/test_redact_speed_equivalence.py tests/test_redact_many.py \
-    tests/test_redact_packs.py tests/test_header_rules.py tests/test_tap_transparency.py \
-    tests/test_tap_loop.py tests/test_record_sdk.py
+    -q tests/redact tests/record/test_tap_transparency.py tests/record/test_tap_loop.py \
+    tests/record/test_record_sdk.py
 fi

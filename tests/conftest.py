@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import EVERYTHING_DIR, EVERYTHING_VERSION, MCPREC, REPO, SDK_SERVER, ClientRun, run_client
+from support.helpers import EVERYTHING_DIR, EVERYTHING_VERSION, MCPREC, REPO, SDK_SERVER, ClientRun, run_client
 
 
 # --- markers: node, browser, slow (docs/contributing.md: the fast subset) ---------------------
@@ -113,7 +113,7 @@ def sdk_recordings(tmp_path_factory: pytest.TempPathFactory) -> object:
     from concurrent.futures import ThreadPoolExecutor
     from types import SimpleNamespace
 
-    from replay_helpers import SDK, PAGE_SIZE, extra_scenario, main_scenario, record
+    from support.replay_helpers import SDK, PAGE_SIZE, extra_scenario, main_scenario, record
 
     tmp = tmp_path_factory.mktemp("sdk-recordings")
     with ThreadPoolExecutor(2) as pool:

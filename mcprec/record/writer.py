@@ -18,6 +18,7 @@ from typing import Any
 
 
 from .. import wire
+from ..cassette.rows import release_reserve
 from ..cassette.store import Cassette
 from ..cassette.models import Session
 from .recorder import AUTO, Recorder, Redactor
@@ -127,6 +128,7 @@ class SessionWriter:
         self._queue.put((_STOP,))
         self._thread.join()
         self._recorder.finish(exit_code=exit_code, status=status)
+        release_reserve(self.cassette.connection)  # the space held back for a full disk
         if self._own_cassette:
             self.cassette.close()
 

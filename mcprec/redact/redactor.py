@@ -341,7 +341,7 @@ class Redactor:
         # a 100 KB message with nothing to redact, in-process, before the shortcuts (_blob_parts,
         # _key_names, _REQUIRED, _LEADS, merged anchors) -> after: a text message 372 -> 256
         # µs, prose 4,000 -> 1,325, source code 15,600 -> 1,410, a tools list 6,200 -> 1,245,
-        # an image 290 -> 89 (tests/test_redact_speed_equivalence.py: the same bytes out)
+        # an image 290 -> 89 (tests/redact/test_redact_speed_equivalence.py: the same bytes out)
         parts = _blob_parts(raw) if len(raw) > _BLOB_MIN else None
         if parts is not None and len(parts) > 1:  # even: the message around them; odd: payloads
             redacted = [p if i % 2 else self._redact_patterns(p) for i, p in enumerate(parts)]

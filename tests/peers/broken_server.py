@@ -1,4 +1,4 @@
-"""A stdio MCP server broken on purpose, a peer for tests/test_check.py: it answers a method it
+"""A stdio MCP server broken on purpose, a peer for tests/check/test_check.py: it answers a method it
 does not know with an empty result instead of -32601 (Method not found), and it ignores
 ``notifications/cancelled``: a cancelled ``sleep`` still sends its result. Everything else is
 by the book, so that ``mcprec check`` fails exactly those two checks.

@@ -1,6 +1,6 @@
 """An MCP server with the tools, resources and prompts that the official conformance suite
 (``@modelcontextprotocol/conformance``, ``server`` mode) expects, on the Python SDK's low-level
-``Server`` over Streamable HTTP: a peer for tests/test_conformance.py.
+``Server`` over Streamable HTTP: a peer for tests/replay/test_conformance.py.
 
 The suite's own reference server (``everything-server.ts`` in its repository) is not published
 in any package, so this one is written here, from the requirements the suite states (its

@@ -1,4 +1,4 @@
-"""A Streamable HTTP MCP server broken on purpose, a peer for tests/test_check.py: it accepts
+"""A Streamable HTTP MCP server broken on purpose, a peer for tests/check/test_check.py: it accepts
 any ``Host`` and any ``Origin`` (no DNS-rebinding protection), hands out a session id but never
 asks for it back (a request without one, or in a session ended by DELETE, is served as any
 other), and ignores ``MCP-Protocol-Version``. The JSON-RPC side is by the book, so that

@@ -1,6 +1,6 @@
 """Write the weather session (weather.mcprec.jsonl, `mcprec export` of
 examples/typescript/weather.db) in the formats of other MCP recorders, each with that tool's own
-models and writers, so that tests/test_import_formats.py reads files as those tools write them:
+models and writers, so that tests/show/test_import_formats.py reads files as those tools write them:
 
 - weather.mcp-cassette.json  mcp-cassette 0.4.0: its ``Cassette``/``Message`` models, ``save()``
 - weather.mcp-vcr.yaml       mcp-vcr 0.2.2: its ``TranscriptRecorder`` (YAML)
