@@ -33,3 +33,23 @@ def test_the_recorder_process_imports_no_event_loop() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, cwd=REPO, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_the_start_up_discipline_stays_on_the_start_up_paths() -> None:
+    """``TYPE_CHECKING = False`` (typing kept out of run time) is for the modules the lean
+    replay path and the recorder process import, and the lazily exporting package roots:
+    elsewhere, ordinary imports (docs/architecture.md#start-up)."""
+    code = ("import sys, mcprec._entry, mcprec.replay, mcprec.replay.playback, mcprec.replay.lean, "
+            "mcprec.cassette.store, mcprec.cassette.sets, mcprec.matching, mcprec.wire, "
+            "mcprec.config, mcprec.record.child, mcprec.redact.manifest\n"
+            "print(' '.join(m for m in sys.modules if m.startswith('mcprec')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=REPO, check=True)
+    on_the_paths = set(done.stdout.split()) | {"mcprec", "mcprec.redact", "mcprec.record",
+                                                "mcprec.record.process"}
+    used = set()
+    for path in (REPO / "mcprec").rglob("*.py"):
+        if "\nTYPE_CHECKING = False\n" in path.read_text():
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            used.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    assert sorted(used - on_the_paths) == []
