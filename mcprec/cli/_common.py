@@ -33,6 +33,20 @@ def trouble(message: str) -> CommandError:
     return CommandError(message, TROUBLE)
 
 
+def write_report(text: str, output: str, said: str) -> None:
+    """A report on stdout (``output`` ``-``), or into the file ``output`` with one stderr line,
+    ``mcprec: <said>; the report is in <output>``."""
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise trouble(f"cannot write {output}: {e.strerror}") from e
+    click.echo(f"mcprec: {safe_lines(said)}; the report is in {output}", err=True)
+
+
 def session_choice(f: Any) -> Any:
     """``-s NAME``, as ``replay`` and ``record`` take a session, besides the command's SESSION
     argument: the command gets one ``session``."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from ._common import _ServerCommand, trouble
+from ._common import _ServerCommand, trouble, write_report
 
 EXIT_PASSED, EXIT_FAILED = 0, 1
 
@@ -125,17 +125,5 @@ def check(target: str | None, cassette: str | None, session: str | None, call: s
                            options=options)
     except McprecError as e:
         raise trouble(str(e)) from e
-    text = render(report, fmt)
-    if output == "-":
-        click.echo(text, nl=False)
-    else:
-        try:
-            with open(output, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise trouble(f"cannot write {output}: {e.strerror}") from e
-        from ..terminal import safe_lines
-
-        click.echo(f"mcprec: check: {safe_lines(summary(report))}; the report is in {output}",
-                   err=True)
+    write_report(render(report, fmt), output, f"check: {summary(report)}")
     sys.exit(EXIT_FAILED if report.failed else EXIT_PASSED)

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ._common import trouble
+from ._common import trouble, write_report
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_TROUBLE = 0, 1, 2
 FORMATS = ("text", "json", "markdown", "github", "sarif", "junit")
@@ -105,16 +105,7 @@ def lint_command(cassettes: tuple[str, ...], session: str | None, all_sessions: 
         raise trouble(str(e)) from e
     for warning in result.warnings:
         click.echo(f"mcprec: warning: {safe_lines(warning)}", err=True)
-    text = render(result, fmt)
-    if output == "-":
-        click.echo(text, nl=False)
-    else:
-        try:
-            with open(output, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise trouble(f"cannot write {output}: {e.strerror}") from e
-        click.echo(f"mcprec: lint: {summary(result)}; the report is in {output}", err=True)
+    write_report(render(result, fmt), output, f"lint: {summary(result)}")
     sys.exit(EXIT_FINDINGS if result.failed else EXIT_CLEAN)
 
 

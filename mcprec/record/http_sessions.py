@@ -18,7 +18,6 @@ import random
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 from collections.abc import Callable
 
 from .. import _log
@@ -28,7 +27,7 @@ from ..errors import McprecError
 from .process import ProcessSessionWriter, RecorderProcess, create_recorded_session
 from ..naming import proxy_session_name
 from ..redact import Redactor
-from ..transports.recording import SessionRecording
+from ..transports.recording import NullRecording, SessionRecording
 
 NAMES_KEPT = 1000
 """Session names kept for ``names`` (a proxy running for days records many more)."""
@@ -234,29 +233,9 @@ class _File:
         return None
 
 
-class Unsampled:
+class Unsampled(NullRecording):
     """A session left out by ``--sample``: forwarded as any other, recorded nowhere."""
 
     def __init__(self, transport: str) -> None:
-        self.start_ns = time.monotonic_ns()
-        self.session: Any = SimpleNamespace(transport=transport, id=None, name=None)
-
-    def now(self) -> int:
-        return time.monotonic_ns() - self.start_ns
-
-    def chunk(self, direction: str, data: bytes, t_ns: int) -> None:
-        pass
-
-    def stream_end(self, direction: str) -> None:
-        pass
-
-    def stderr_chunk(self, data: bytes, t_ns: int) -> None:
-        pass
-
-    def message(self, direction: str, raw: bytes, t_ns: int | None = None,
-                http: dict[str, Any] | None = None, context: str | None = None,
-                fault: dict[str, Any] | None = None) -> None:
-        pass
-
-    def close(self, *, exit_code: int | None = None, status: str = "complete") -> None:
-        pass
+        super().__init__()
+        self.session = SimpleNamespace(transport=transport, id=None, name=None)
