@@ -48,3 +48,37 @@ def test_a_failed_probe_does_not_take_the_session_name(tmp_path: Path) -> None:
     finally:
         replay.stop()
     assert replayed == live
+
+
+
+def test_verify_answers_the_failed_probe_as_recorded(tmp_path: Path) -> None:
+    """verify re-sends the failed probe: the live HTTP 400 (JSON with no id) is its answer, as
+    in the recording, not a wait for a JSON-RPC answer that never comes."""
+    import time
+
+    from helpers import run_mcprec
+
+    cassette = tmp_path / "probe.db"
+    upstream = start_everything("streamableHttp")
+    try:
+        proxy = start_proxy(upstream.url, cassette, session="s1")
+        try:
+            run_sync(lambda: _probing_client(proxy.url))
+        finally:
+            proxy.stop()
+        started = time.monotonic()
+        out = run_mcprec("verify", str(cassette), "-s", "s1", "--target", upstream.url,
+                         "--timeout", "10")
+        took = time.monotonic() - started
+    finally:
+        upstream.stop()
+    text = out.stdout.decode() + out.stderr.decode()
+    assert out.returncode in (0, 1) and "did not answer" not in text, text
+    assert took < 9, text
+    with open_cassette(cassette) as c:
+        run = [s for s in c.sessions() if s.tags.get("verify_of") == "s1"][0]
+        first = list(c.messages(run))[:2]
+    assert first[0].method == "server/discover"
+    assert first[1].kind == "error" and first[1].rpc_id == first[0].rpc_id
+    assert first[1].http is not None and first[1].http.get("synthetic")
+    assert first[1].json["error"]["message"].startswith("HTTP 400")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import McprecError
+from .http_answers import answers, http_answer, http_answer_note
 
 OnMessage = Callable[[bytes, dict[str, Any]], Awaitable[None]]
 """Called with each message the server sends and how it came (``status`` and ``content_type``
@@ -80,9 +81,13 @@ class StreamableHTTPClient:
         return h
 
     async def post(self, raw: bytes, on_message: OnMessage,
-                   headers: dict[str, str] | None = None) -> Reply:
+                   headers: dict[str, str] | None = None, *,
+                   answer_for: str | None = None) -> Reply:
         """POST one message; each message of the response to ``on_message`` as it arrives.
-        ``headers``: this request's own (over the session's)."""
+        ``headers``: this request's own (over the session's). ``answer_for``: the id (JSON text)
+        of the request ``raw`` is: an HTTP error that does not answer it in JSON-RPC (a
+        plain-text 401, a 400 whose JSON has no id) goes to ``on_message`` as the JSON-RPC error
+        the recording proxy records for it (``synthetic``)."""
         import httpx
 
         from .sse import SSEParser
@@ -105,7 +110,15 @@ class StreamableHTTPClient:
                                 await on_message(event.data, {**meta, "content_type": "sse"})
                     return reply
                 body = await resp.aread()
-                if "json" in ctype and body.strip():
+                if answer_for is not None and resp.status_code >= 300 \
+                        and not answers(body, answer_for):
+                    reply.messages = 1
+                    kind = "json" if "json" in ctype else (ctype.split(";")[0] or None)
+                    await on_message(
+                        http_answer(answer_for, resp.status_code, resp.headers, body),
+                        {**meta, "content_type": kind, "synthetic": True,
+                         "error": http_answer_note(resp.status_code, kind)})
+                elif "json" in ctype and body.strip():
                     reply.messages = 1
                     await on_message(body, {**meta, "content_type": "json"})
                 else:

@@ -422,7 +422,7 @@ class HTTPDriver(Driver):
             await self._from_server(data, {"exchange": exchange, **how}, context=rid)
 
         try:
-            reply = await self._http.post(raw, received, headers)
+            reply = await self._http.post(raw, received, headers, answer_for=rid)
         except HTTPClientError as e:
             if c.kind == wire.REQUEST:  # refused, reset, timed out: no answer will come
                 self._lost(f"could not be reached: {e.reason}")
