@@ -82,3 +82,27 @@ def test_verify_answers_the_failed_probe_as_recorded(tmp_path: Path) -> None:
     assert first[1].kind == "error" and first[1].rpc_id == first[0].rpc_id
     assert first[1].http is not None and first[1].http.get("synthetic")
     assert first[1].json["error"]["message"].startswith("HTTP 400")
+
+
+def test_verify_of_an_initialize_era_http_session_passes_three_times(tmp_path: Path) -> None:
+    """verify against the unchanged server-everything over HTTP exits 0, 3 runs of 3: the
+    GET stream opens once ``initialized`` is accepted (as the SDK clients open it, so the
+    tools/list_changed sent before it is lost alike) and ``initialized`` reaches the server
+    before ``tools/list``."""
+    from helpers import run_mcprec
+
+    cassette = tmp_path / "probe.db"
+    upstream = start_everything("streamableHttp")
+    try:
+        proxy = start_proxy(upstream.url, cassette, session="s1")
+        try:
+            run_sync(lambda: _probing_client(proxy.url))
+        finally:
+            proxy.stop()
+        for _ in range(3):
+            out = run_mcprec("verify", str(cassette), "-s", "s1", "--target", upstream.url,
+                             "--timeout", "10")
+            text = out.stdout.decode() + out.stderr.decode()
+            assert out.returncode == 0, text
+    finally:
+        upstream.stop()
