@@ -106,3 +106,27 @@ def test_verify_of_an_initialize_era_http_session_passes_three_times(tmp_path: P
             assert out.returncode == 0, text
     finally:
         upstream.stop()
+
+
+def test_the_first_post_of_the_http_client_is_not_slowed_by_imports() -> None:
+    """Opening the HTTP client imports what httpx loads on its first request, so that verify's
+    first latency (initialize, server/discover) is the server's and not ~40 ms of imports."""
+    import subprocess
+    import sys
+
+    code = ("import asyncio, sys\n"
+            "from mcprec.transports.http_client import StreamableHTTPClient\n"
+            "async def main():\n"
+            "    c = StreamableHTTPClient('http://127.0.0.1:9/mcp', timeout=5)\n"
+            "    await c.open()\n"
+            "    before = set(sys.modules)\n"
+            "    try:\n"
+            "        await c.post(b'{}', None)\n"
+            "    except Exception:\n"
+            "        pass\n"
+            "    await c.close()\n"
+            "    print(sorted(m for m in set(sys.modules) - before if m.startswith(('anyio', 'sniffio'))))\n"
+            "asyncio.run(main())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout.decode().strip() == "[]", out.stdout.decode()
