@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import McprecError
+from .http_answers import answers, http_answer, http_answer_note
 
 OnMessage = Callable[[bytes, dict[str, Any]], Awaitable[None]]
 """Called with each message the server sends and how it came (``status`` and ``content_type``
@@ -68,6 +69,8 @@ class StreamableHTTPClient:
             return
         import httpx
 
+        _warm_up()
+
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout), trust_env=False)
 
@@ -80,9 +83,13 @@ class StreamableHTTPClient:
         return h
 
     async def post(self, raw: bytes, on_message: OnMessage,
-                   headers: dict[str, str] | None = None) -> Reply:
+                   headers: dict[str, str] | None = None, *,
+                   answer_for: str | None = None) -> Reply:
         """POST one message; each message of the response to ``on_message`` as it arrives.
-        ``headers``: this request's own (over the session's)."""
+        ``headers``: this request's own (over the session's). ``answer_for``: the id (JSON text)
+        of the request ``raw`` is: an HTTP error that does not answer it in JSON-RPC (a
+        plain-text 401, a 400 whose JSON has no id) goes to ``on_message`` as the JSON-RPC error
+        the recording proxy records for it (``synthetic``)."""
         import httpx
 
         from .sse import SSEParser
@@ -105,7 +112,15 @@ class StreamableHTTPClient:
                                 await on_message(event.data, {**meta, "content_type": "sse"})
                     return reply
                 body = await resp.aread()
-                if "json" in ctype and body.strip():
+                if answer_for is not None and resp.status_code >= 300 \
+                        and not answers(body, answer_for):
+                    reply.messages = 1
+                    kind = "json" if "json" in ctype else (ctype.split(";")[0] or None)
+                    await on_message(
+                        http_answer(answer_for, resp.status_code, resp.headers, body),
+                        {**meta, "content_type": kind, "synthetic": True,
+                         "error": http_answer_note(resp.status_code, kind)})
+                elif "json" in ctype and body.strip():
                     reply.messages = 1
                     await on_message(body, {**meta, "content_type": "json"})
                 else:
@@ -152,3 +167,23 @@ class StreamableHTTPClient:
             with contextlib.suppress(Exception):
                 await self._http.delete(self.url, headers=self.headers())
         await self._http.aclose()
+
+
+def _warm_up() -> None:
+    """Import now what httpx's connection pool and the responses import on their first use
+    (anyio's parts, loaded lazily: ~40 ms), so that the first request's latency is the
+    server's alone (verify compares it with the recorded one)."""
+    import importlib
+
+    import anyio
+
+    from . import sse  # noqa: F401
+
+    for name in ("Lock", "Event", "Semaphore", "CancelScope", "connect_tcp", "connect_unix",
+                 "create_memory_object_stream", "fail_after", "move_on_after"):
+        getattr(anyio, name, None)
+    for module in ("anyio.abc", "anyio.lowlevel", "anyio.streams.tls", "sniffio"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+    with contextlib.suppress(Exception):  # the running loop's backend, loaded on first use
+        anyio.get_current_task()

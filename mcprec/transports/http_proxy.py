@@ -36,6 +36,8 @@ import orjson
 from .. import _log, wire
 from ..redact import Redactor, default_redactor
 from ..wire import CLIENT_TO_SERVER, SERVER_TO_CLIENT
+from .http_answers import http_answer, http_answer_note
+from .http_answers import answers as _answers
 from .http_routing import SessionRouter
 from .http_serve import BodyTooLarge, ClientGone, Trust, header, read_body, refuse, send_simple
 from .http_upstream import (
@@ -52,10 +54,6 @@ HOP_BY_HOP = frozenset({
 })
 MAX_BODY = 64 * 1024 * 1024
 DEFAULT_TIMEOUT_S = 300.0
-HTTP_ANSWER_HEADERS = ("content-type", "www-authenticate", "retry-after", "allow")
-"""The headers of an answer that is not JSON-RPC (a 401) that replay serves again."""
-
-
 class AbortStream(Exception):
     """Raised inside the app to drop the client's connection mid-response, as upstream did."""
 
@@ -64,21 +62,8 @@ def _jsonrpc_error_body(rid: Any, message: str, data: Any = None) -> bytes:
     return wire.error_message(rid, -32000, message, data)
 
 
-def _answers(body: bytes, rid: str) -> bool:
-    """Whether ``body`` is JSON-RPC answering the request ``rid`` (or a batch's answers)."""
-    c = wire.classify(body)
-    return c.kind == wire.BATCH or (c.kind in (wire.RESPONSE, wire.ERROR) and c.rpc_id == rid)
-
-
 def _http_answer(rid: str, resp: UpstreamResponse, body: bytes) -> bytes:
-    """An answer that is not JSON-RPC (e.g. ``401`` in plain text), as the JSON-RPC error the
-    client's call ends with; ``data`` holds what HTTP said, for replay to say it again."""
-    text = body.decode("utf-8", "replace")
-    first = text.strip().splitlines()[0][:200] if text.strip() else ""
-    headers = {k: v for k in HTTP_ANSWER_HEADERS if (v := resp.headers.get(k)) is not None}
-    return _jsonrpc_error_body(
-        orjson.loads(rid), f"HTTP {resp.status_code}" + (f": {first}" if first else ""),
-        {"mcprec": "http_answer", "status": resp.status_code, "headers": headers, "body": text})
+    return http_answer(rid, resp.status_code, resp.headers, body)
 
 
 def _client_messages(body: bytes) -> list[tuple[Any, bytes]]:
@@ -375,9 +360,9 @@ class RecordingProxy:
                 # not JSON-RPC (a plain-text 401, an HTML page): recorded as the error the
                 # client's call ends with, and what HTTP said, for replay to say it again
                 writer.message(SERVER_TO_CLIENT, _http_answer(rid, resp, body), http={
-                    **meta, "synthetic": True, "error": f"the upstream answered HTTP "
-                    f"{resp.status_code} ({meta['content_type'] or 'no content type'}), "
-                    "not JSON-RPC"}, context=rid)
+                    **meta, "synthetic": True,
+                    "error": http_answer_note(resp.status_code, meta["content_type"])},
+                    context=rid)
             elif "json" in content_type or resp.status_code >= 400:
                 writer.message(SERVER_TO_CLIENT, body, http=meta, context=rid)
             return

@@ -394,6 +394,9 @@ class HTTPDriver(Driver):
         self._posts: set[asyncio.Task[None]] = set()
         self._get: asyncio.Task[None] | None = None
         self._exchanges = 0
+        self._initialized_follows = any(
+            m.method == "notifications/initialized" and m.direction == wire.CLIENT_TO_SERVER
+            for m in cassette.messages(session))
 
     async def _start(self) -> None:
         await self._http.open()
@@ -411,8 +414,11 @@ class HTTPDriver(Driver):
         task = asyncio.get_running_loop().create_task(self._post(raw, c, exchange, headers))
         self._posts.add(task)
         task.add_done_callback(self._posts.discard)
-        if c.method == "initialize":
-            await task  # the session id and protocol version come with its answer
+        if c.method == "initialize" or c.kind != wire.REQUEST:
+            # initialize: the session id and protocol version come with its answer. A
+            # notification or an answer is accepted at once (202): delivered before what the
+            # client sent after it, as a client's own writes are (initialized before tools/list)
+            await task
 
     async def _post(self, raw: bytes, c: wire.Classified, exchange: int,
                     headers: dict[str, str] | None = None) -> None:
@@ -422,7 +428,7 @@ class HTTPDriver(Driver):
             await self._from_server(data, {"exchange": exchange, **how}, context=rid)
 
         try:
-            reply = await self._http.post(raw, received, headers)
+            reply = await self._http.post(raw, received, headers, answer_for=rid)
         except HTTPClientError as e:
             if c.kind == wire.REQUEST:  # refused, reset, timed out: no answer will come
                 self._lost(f"could not be reached: {e.reason}")
@@ -431,6 +437,8 @@ class HTTPDriver(Driver):
             return
         if c.method == "initialize" and reply.status == 200:
             self._after_initialize()
+        elif c.method == "notifications/initialized":
+            self._listen()
 
     def _after_initialize(self) -> None:
         for m in reversed(self._answers_received):
@@ -438,6 +446,13 @@ class HTTPDriver(Driver):
             if isinstance(result, dict) and "protocolVersion" in result:
                 self._http.protocol_version = str(result["protocolVersion"])
                 break
+        if not self._initialized_follows:
+            self._listen()
+
+    def _listen(self) -> None:
+        """Open the session's GET stream when the SDK clients do: once ``initialized`` is
+        accepted (what the server sends on its own before that is lost, live and here alike),
+        or after ``initialize`` when the recorded client never sent ``initialized``."""
         if self._http.session_id and self._get is None:
             self._get = asyncio.get_running_loop().create_task(self._http.listen(
                 lambda data, how: self._from_server(data, how, context=None)))

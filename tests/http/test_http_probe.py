@@ -48,3 +48,85 @@ def test_a_failed_probe_does_not_take_the_session_name(tmp_path: Path) -> None:
     finally:
         replay.stop()
     assert replayed == live
+
+
+
+def test_verify_answers_the_failed_probe_as_recorded(tmp_path: Path) -> None:
+    """verify re-sends the failed probe: the live HTTP 400 (JSON with no id) is its answer, as
+    in the recording, not a wait for a JSON-RPC answer that never comes."""
+    import time
+
+    from helpers import run_mcprec
+
+    cassette = tmp_path / "probe.db"
+    upstream = start_everything("streamableHttp")
+    try:
+        proxy = start_proxy(upstream.url, cassette, session="s1")
+        try:
+            run_sync(lambda: _probing_client(proxy.url))
+        finally:
+            proxy.stop()
+        started = time.monotonic()
+        out = run_mcprec("verify", str(cassette), "-s", "s1", "--target", upstream.url,
+                         "--timeout", "10")
+        took = time.monotonic() - started
+    finally:
+        upstream.stop()
+    text = out.stdout.decode() + out.stderr.decode()
+    assert out.returncode in (0, 1) and "did not answer" not in text, text
+    assert took < 9, text
+    with open_cassette(cassette) as c:
+        run = [s for s in c.sessions() if s.tags.get("verify_of") == "s1"][0]
+        first = list(c.messages(run))[:2]
+    assert first[0].method == "server/discover"
+    assert first[1].kind == "error" and first[1].rpc_id == first[0].rpc_id
+    assert first[1].http is not None and first[1].http.get("synthetic")
+    assert first[1].json["error"]["message"].startswith("HTTP 400")
+
+
+def test_verify_of_an_initialize_era_http_session_passes_three_times(tmp_path: Path) -> None:
+    """verify against the unchanged server-everything over HTTP exits 0, 3 runs of 3: the
+    GET stream opens once ``initialized`` is accepted (as the SDK clients open it, so the
+    tools/list_changed sent before it is lost alike) and ``initialized`` reaches the server
+    before ``tools/list``."""
+    from helpers import run_mcprec
+
+    cassette = tmp_path / "probe.db"
+    upstream = start_everything("streamableHttp")
+    try:
+        proxy = start_proxy(upstream.url, cassette, session="s1")
+        try:
+            run_sync(lambda: _probing_client(proxy.url))
+        finally:
+            proxy.stop()
+        for _ in range(3):
+            out = run_mcprec("verify", str(cassette), "-s", "s1", "--target", upstream.url,
+                             "--timeout", "10")
+            text = out.stdout.decode() + out.stderr.decode()
+            assert out.returncode == 0, text
+    finally:
+        upstream.stop()
+
+
+def test_the_first_post_of_the_http_client_is_not_slowed_by_imports() -> None:
+    """Opening the HTTP client imports what httpx loads on its first request, so that verify's
+    first latency (initialize, server/discover) is the server's and not ~40 ms of imports."""
+    import subprocess
+    import sys
+
+    code = ("import asyncio, sys\n"
+            "from mcprec.transports.http_client import StreamableHTTPClient\n"
+            "async def main():\n"
+            "    c = StreamableHTTPClient('http://127.0.0.1:9/mcp', timeout=5)\n"
+            "    await c.open()\n"
+            "    before = set(sys.modules)\n"
+            "    try:\n"
+            "        await c.post(b'{}', None)\n"
+            "    except Exception:\n"
+            "        pass\n"
+            "    await c.close()\n"
+            "    print(sorted(m for m in set(sys.modules) - before if m.startswith(('anyio', 'sniffio'))))\n"
+            "asyncio.run(main())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout.decode().strip() == "[]", out.stdout.decode()
