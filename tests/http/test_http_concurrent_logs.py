@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from http_helpers import HTTPRun, run_http_session, run_sync, start_proxy, start_replay, \
+from support.http_helpers import HTTPRun, run_http_session, run_sync, start_proxy, start_replay, \
     start_sdk_http
 
 # sent at once: the first logs "step 1", "step 2" at 200 and 400 ms, the second "step 1" to
