@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from support.helpers import (
-    MCPREC, REPO, SDK_SERVER, ClientRun, copy_cassette, record_scenario, run_mcprec, sqlite,
+    MCPREC, PEERS, REPO, SDK_SERVER, ClientRun, copy_cassette, record_scenario, run_mcprec, sqlite,
 )
 
 import sys
@@ -111,7 +111,7 @@ def test_the_report_says_when_the_cancel_went(cancelled: Path, tmp_path: Path) -
 
 # --- minted values ------------------------------------------------------------------------------
 
-MINTED = [sys.executable, str(Path(__file__).parent / "peers" / "minted_server.py")]
+MINTED = [sys.executable, str(PEERS / "minted_server.py")]
 
 
 async def page_create_get(s: Any, run: ClientRun) -> None:
@@ -175,7 +175,7 @@ def test_a_changed_result_is_named(minted: Path, tmp_path: Path) -> None:
 
 # --- tasks --------------------------------------------------------------------------------------
 
-TS_TASK_CLIENT = Path(__file__).parent / "peers" / "ts_task_list_client.mjs"
+TS_TASK_CLIENT = PEERS / "ts_task_list_client.mjs"
 
 
 @pytest.fixture(scope="module")
