@@ -56,7 +56,7 @@ def test_verify_answers_the_failed_probe_as_recorded(tmp_path: Path) -> None:
     in the recording, not a wait for a JSON-RPC answer that never comes."""
     import time
 
-    from helpers import run_mcprec
+    from support.helpers import run_mcprec
 
     cassette = tmp_path / "probe.db"
     upstream = start_everything("streamableHttp")
@@ -89,7 +89,7 @@ def test_verify_of_an_initialize_era_http_session_passes_three_times(tmp_path: P
     GET stream opens once ``initialized`` is accepted (as the SDK clients open it, so the
     tools/list_changed sent before it is lost alike) and ``initialized`` reaches the server
     before ``tools/list``."""
-    from helpers import run_mcprec
+    from support.helpers import run_mcprec
 
     cassette = tmp_path / "probe.db"
     upstream = start_everything("streamableHttp")
