@@ -327,19 +327,24 @@ class Cassette:
         """Session id -> ``{pauses, paused_ms, bound_bytes}``: how often forwarding paused for
         the recorder to catch up, for how long in all, and the bound it kept memory within.
         Sessions that never paused (or recorded before this was kept) are absent."""
-        sql = "SELECT session_id, pauses, paused_ms, bound_bytes FROM session_backpressure"
-        try:
-            if sessions is None:
-                rows = self._conn.execute(sql).fetchall()
-            else:
-                ids = [s.id if isinstance(s, Session) else int(s) for s in sessions]
-                rows = self._conn.execute(
-                    f"{sql} WHERE session_id IN ({', '.join('?' * len(ids))})",
-                    ids).fetchall() if ids else []
-        except sqlite3.OperationalError:  # a cassette of an older format, read as it is
-            return {}
+        rows = self._per_session(
+            "SELECT session_id, pauses, paused_ms, bound_bytes FROM session_backpressure",
+            sessions)
         return {sid: {"pauses": n, "paused_ms": ms, "bound_bytes": bound}
                 for sid, n, ms, bound in rows}
+
+    def _per_session(self, sql: str, sessions: Any) -> list[Any]:
+        """The rows of ``sql`` (a table keyed by ``session_id``) for ``sessions`` (None: all);
+        none where a cassette of an older format has no such table."""
+        try:
+            if sessions is None:
+                return self._conn.execute(sql).fetchall()
+            ids = [s.id if isinstance(s, Session) else int(s) for s in sessions]
+            return self._conn.execute(
+                f"{sql} WHERE session_id IN ({', '.join('?' * len(ids))})",
+                ids).fetchall() if ids else []
+        except sqlite3.OperationalError:  # a cassette of an older format, read as it is
+            return []
 
     @_translated
     def set_backpressure(self, session: Session | int, *, pauses: int, paused_ms: int,
@@ -356,17 +361,8 @@ class Cassette:
         """Session id -> ``{lost_messages, reason}`` for sessions whose recording lost messages
         (a write failed). Sessions that lost nothing (or recorded before this was kept) are
         absent."""
-        sql = "SELECT session_id, lost_messages, reason FROM session_losses"
-        try:
-            if sessions is None:
-                rows = self._conn.execute(sql).fetchall()
-            else:
-                ids = [s.id if isinstance(s, Session) else int(s) for s in sessions]
-                rows = self._conn.execute(
-                    f"{sql} WHERE session_id IN ({', '.join('?' * len(ids))})",
-                    ids).fetchall() if ids else []
-        except sqlite3.OperationalError:  # a cassette of an older format, read as it is
-            return {}
+        rows = self._per_session(
+            "SELECT session_id, lost_messages, reason FROM session_losses", sessions)
         return {sid: {"lost_messages": n, "reason": reason} for sid, n, reason in rows}
 
     _UPDATABLE = frozenset({
